@@ -1,0 +1,3 @@
+from platobench.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,64 @@
+"""The `platobench` command: one entry point; each stage registers its own subcommands.
+
+A stage module listed in `COMMAND_MODULES` exposes `register(subparsers) -> None`, which adds its
+subcommand(s) with `subparsers.add_parser(...)` and sets `func=handler` on each parser. A handler takes
+the parsed `argparse.Namespace` and returns a process exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from platobench import __version__
+from platobench.errors import UserError
+
+COMMAND_MODULES: tuple[str, ...] = (
+    "platobench.zoo.commands",
+    "platobench.encoders.commands",
+    "platobench.data.commands",
+    "platobench.features.commands",
+    "platobench.metrics.commands",
+    "platobench.bench.commands",
+    "platobench.theory.commands",
+    "platobench.jepa.commands",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="platobench",
+        description=(
+            "Measure representational alignment between language and vision models "
+            "(Platonic Representation Hypothesis). Run `platobench COMMAND --help` for details."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"platobench {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:  # a stage that is not built yet
+            if exc.name is not None and name.startswith(exc.name):
+                continue
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 0 if args.command is None else 2
+    try:
+        return int(args.func(args) or 0)
+    except UserError as exc:
+        print(f"platobench {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,77 @@
+"""Public metric API: `score` (one pair of feature matrices) and `layer_grid` (all layer pairs).
+
+Contracts (design notes): X [N, Dx], Y [N, Dy], row i of X and Y is the same sample. `layer_grid`
+entry (i, j) equals `score(metric, Xs[i], Ys[j])` to 1e-6; per-layer work is done once per layer and
+layers are combined with batched products. Peak memory: one layer's features at a time plus the
+per-layer summaries.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from platobench.errors import UserError
+from platobench.metrics.preprocess import PREPROCESS_MODES, LayerStack, prepared_layers
+from platobench.metrics.registry import get_metric
+from platobench.metrics.validation import as_features, check_pair
+
+LayersLike = "Sequence[torch.Tensor | np.ndarray] | torch.Tensor | np.ndarray"
+
+
+def _as_stack(xs: Any, name: str) -> LayerStack:
+    """Accept a [L, N, D] tensor/array or a sequence of [N, D_l] layers (widths may differ)."""
+    if isinstance(xs, (torch.Tensor, np.ndarray)):
+        if xs.ndim != 3:
+            raise UserError(f"{name} must be [L, N, D] or a list of [N, D_l] layers, got shape {tuple(xs.shape)}")
+        xs = [xs[i] for i in range(xs.shape[0])]
+    if not isinstance(xs, Sequence) or isinstance(xs, (str, bytes)):
+        raise UserError(f"{name} must be a list of [N, D_l] layers or a [L, N, D] tensor, got {type(xs).__name__}")
+    if len(xs) == 0:
+        raise UserError(f"{name} has no layers; expected at least one [N, D] layer")
+    return LayerStack(xs, name)
+
+
+def _check_preprocess(preprocess: str) -> None:
+    if preprocess not in PREPROCESS_MODES:
+        raise UserError(f"preprocess must be one of {sorted(PREPROCESS_MODES)}, got {preprocess!r}")
+
+
+def score(metric: str, X: Any, Y: Any, *, preprocess: str = "none", **params: Any) -> float:
+    """Score one pair of feature matrices X [N, Dx], Y [N, Dy] with the metric `metric`."""
+    grid = layer_grid(metric, [as_features(X, "X")], [as_features(Y, "Y")], preprocess=preprocess, **params)
+    return float(grid[0, 0])
+
+
+def layer_grid(metric: str, Xs: Any, Ys: Any, *, preprocess: str = "none", **params: Any) -> torch.Tensor:
+    """Scores of every layer pair: a float64 tensor [Lx, Ly] with entry (i, j) = score(Xs[i], Ys[j]).
+
+    Xs, Ys: a sequence of [N, D_l] layers (torch or numpy; widths may differ; a lazy sequence is read
+    one layer at a time) or a [L, N, D] tensor. `preprocess` applies to each model's whole stack
+    (`prh` clamps with a quantile over the stack, then l2-normalises each layer).
+    """
+    m = get_metric(metric)
+    p = m.resolve_params(params)
+    _check_preprocess(preprocess)
+    xs, ys = _as_stack(Xs, "Xs"), _as_stack(Ys, "Ys")
+    n = xs.n_samples()
+    if ys.n_samples() != n:
+        raise UserError(f"Xs has {n} samples but Ys has {ys.n_samples()}; rows must be paired samples")
+    if n < 2:
+        raise UserError(f"Xs and Ys need at least 2 samples, got {n}")
+    if m.validate is not None:
+        m.validate(n, p)
+    summarize_y = m.summarize_y or m.summarize_x
+    sx = [m.summarize_x(layer, p) for layer in prepared_layers(xs, preprocess)]
+    sy = [summarize_y(layer, p) for layer in prepared_layers(ys, preprocess)]
+    grid = m.combine(sx, sy, p)
+    if grid.shape != (len(sx), len(sy)):
+        raise AssertionError(f"metric {metric} returned grid {tuple(grid.shape)}, expected {(len(sx), len(sy))}")
+    if not torch.isfinite(grid).all():
+        raise FloatingPointError(f"metric {metric} produced non-finite scores; inputs may be degenerate (constant features)")
+    return grid.to(torch.float64)
+
+
+__all__ = ["score", "layer_grid", "check_pair"]

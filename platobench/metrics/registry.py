@@ -1,0 +1,101 @@
+"""Registry of alignment metrics: each metric is a `Metric` descriptor.
+
+A metric is computed in two steps so that a whole layer grid costs one pass per layer:
+  summarize(X, params) -> S        per-layer work on X [N, D] (kNN sets, centred Gram matrices, bases)
+  combine(SX, SY, params) -> G     G [Lx, Ly] float64 from lists of per-layer summaries, with batched
+                                   products (no Python loop over layer pairs)
+`score(X, Y)` is `combine([summarize(X)], [summarize(Y)])[0, 0]`, so a grid entry equals the pairwise
+score by construction (up to float rounding of batched products, < 1e-6).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+from platobench.errors import UserError
+
+Summary = Any
+SummarizeFn = Callable[[torch.Tensor, dict[str, Any]], Summary]
+CombineFn = Callable[[list[Summary], list[Summary], dict[str, Any]], torch.Tensor]
+ChanceFn = Callable[[int, dict[str, Any]], "float | None"]
+
+
+@dataclass(frozen=True)
+class Metric:
+    """Descriptor of one metric.
+
+    id: stable metric id used in records (e.g. "mutual_knn").
+    params: parameter names with their defaults; any other keyword is rejected.
+    higher_is_better: direction of the score.
+    symmetric: score(X, Y) == score(Y, X).
+    invariances: transforms of either input that leave the score unchanged, from
+        {"rotation", "isotropic_scaling", "translation", "sample_permutation_joint"}.
+    chance: chance(n, params) -> expected score of independent inputs, or None when it is only known
+        through the permutation null (platobench.metrics.stats).
+    summarize_x / summarize_y: per-layer work for the X and Y sides (the same function unless the
+        metric is asymmetric).
+    combine: per-layer summaries of both sides -> [Lx, Ly] float64 tensor.
+    validate: optional check of (n, params) that raises UserError (e.g. k < n).
+    """
+
+    id: str
+    params: dict[str, Any]
+    higher_is_better: bool
+    symmetric: bool
+    invariances: tuple[str, ...]
+    chance: ChanceFn
+    summarize_x: SummarizeFn
+    combine: CombineFn
+    summarize_y: SummarizeFn | None = None
+    validate: Callable[[int, dict[str, Any]], None] | None = None
+    description: str = ""
+    range: tuple[float, float] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def resolve_params(self, given: dict[str, Any]) -> dict[str, Any]:
+        """Defaults overlaid with `given`; unknown names raise UserError."""
+        unknown = sorted(set(given) - set(self.params))
+        if unknown:
+            raise UserError(
+                f"metric {self.id!r} got unknown parameter(s) {unknown}; "
+                f"expected a subset of {sorted(self.params)}"
+            )
+        return {**self.params, **given}
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-serialisable summary (used by `platobench metrics --json` and result records)."""
+        return {
+            "id": self.id,
+            "params": dict(self.params),
+            "higher_is_better": self.higher_is_better,
+            "symmetric": self.symmetric,
+            "invariances": list(self.invariances),
+            "range": list(self.range) if self.range else None,
+            "description": self.description,
+        }
+
+
+_REGISTRY: dict[str, Metric] = {}
+
+
+def register(metric: Metric) -> Metric:
+    if metric.id in _REGISTRY:
+        raise ValueError(f"metric {metric.id!r} is registered twice")
+    _REGISTRY[metric.id] = metric
+    return metric
+
+
+def get_metric(metric_id: str) -> Metric:
+    try:
+        return _REGISTRY[metric_id]
+    except KeyError:
+        raise UserError(f"unknown metric {metric_id!r}; available: {sorted(_REGISTRY)}") from None
+
+
+def list_metrics(pattern: str = "*") -> list[Metric]:
+    """Metric descriptors whose id matches the glob `pattern`, sorted by id."""
+    return [m for k, m in sorted(_REGISTRY.items()) if fnmatch.fnmatch(k, pattern)]

@@ -1,0 +1,41 @@
+"""Input checks shared by every metric: each error names the argument and what was expected."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from platobench.errors import UserError
+
+
+def as_features(x: Any, name: str) -> torch.Tensor:
+    """Convert a torch tensor or numpy array to a 2-D float tensor [N, D] (float32, or float64 when
+    given float64), checking shape and finiteness."""
+    if isinstance(x, np.ndarray):
+        x = torch.from_numpy(np.ascontiguousarray(x))
+    if not isinstance(x, torch.Tensor):
+        raise UserError(f"{name} must be a torch.Tensor or numpy.ndarray of shape [N, D], got {type(x).__name__}")
+    if x.ndim != 2:
+        raise UserError(f"{name} must be 2-D [N, D], got shape {tuple(x.shape)}")
+    if x.shape[0] == 0 or x.shape[1] == 0:
+        raise UserError(f"{name} is empty: shape {tuple(x.shape)}; expected N >= 2 samples and D >= 1 features")
+    if not (x.is_floating_point() or x.dtype in (torch.int32, torch.int64, torch.int16, torch.int8, torch.uint8)):
+        raise UserError(f"{name} must hold real numbers, got dtype {x.dtype}")
+    x = x.to(torch.float64 if x.dtype == torch.float64 else torch.float32)
+    if not torch.isfinite(x).all():
+        bad = (~torch.isfinite(x)).sum().item()
+        raise UserError(f"{name} contains {bad} NaN/inf value(s); expected finite features")
+    return x
+
+
+def check_pair(x: torch.Tensor, y: torch.Tensor, xname: str = "X", yname: str = "Y") -> int:
+    """Both sides must have the same number of samples N >= 2 (row i of X and Y is one sample)."""
+    if x.shape[0] != y.shape[0]:
+        raise UserError(
+            f"{xname} has {x.shape[0]} samples but {yname} has {y.shape[0]}; rows must be paired samples"
+        )
+    if x.shape[0] < 2:
+        raise UserError(f"{xname} and {yname} need at least 2 samples, got {x.shape[0]}")
+    return int(x.shape[0])
