@@ -1,0 +1,63 @@
+"""Encoders: load a zoo model and return pooled per-layer features through one interface.
+
+`load_encoder(spec)` returns a `TextEncoder` (tokenize / token_lengths / encode) or a `VisionEncoder`
+(transform / encode); `encode` gives one `[B, D_l]` float32 CPU tensor per entry of `layer_ids`
+(0 = embeddings or stem, i = block or stage i). One module per family:
+
+- hf_causal: causal LMs via transformers (left padding, avg/last, bf16 on cc>=8 GPUs, device_map="auto")
+- hf_text: BERT-style and sentence-transformers encoders, text JEPA checkpoints (cls/avg)
+- hf_vision: DINOv2 / DINOv3 via transformers (cls/mean_patch)
+- timm_vision: timm ViTs (forward_intermediates) and CNNs (per stage)
+- openclip: open_clip image and text towers (per block + projected embedding)
+- efficientnet_lite: EfficientNet-Lite via efficientnet_lite_pytorch (per stage)
+- packaged: the offline pip weights, prepared once under the cache root (`platobench prepare`)
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import torch
+
+from platobench.encoders.base import TextEncoder, VisionEncoder
+from platobench.encoders.runtime import resolve_device
+from platobench.errors import UserError
+from platobench.zoo.spec import ModelSpec
+
+LOADER_MODULES: dict[str, str] = {
+    "hf_causal": "platobench.encoders.hf_causal",
+    "hf_text": "platobench.encoders.hf_text",
+    "hf_vision": "platobench.encoders.hf_vision",
+    "timm": "platobench.encoders.timm_vision",
+    "openclip": "platobench.encoders.openclip",
+    "efficientnet_lite": "platobench.encoders.efficientnet_lite",
+}
+
+
+def load_encoder(
+    spec: ModelSpec, *, device: str | torch.device = "cpu", dtype: str | None = None, home: Path | None = None
+) -> TextEncoder | VisionEncoder:
+    """Load the model a spec names, ready to encode.
+
+    device: "cpu", "cuda" (all visible GPUs for large causal LMs) or "cuda:N". dtype: overrides the spec's
+    dtype policy ("auto", "float32", "bfloat16", "float16"). home: cache root for packaged assets
+    (default `platobench.paths.home()`). A "python" spec's "module:function" is called with
+    (spec, device=, dtype=, home=) and must return a TextEncoder or VisionEncoder.
+    """
+    dev = resolve_device(device)
+    if spec.loader == "python":
+        module_name, _, function_name = spec.source.partition(":")
+        try:
+            factory = getattr(importlib.import_module(module_name), function_name)
+        except (ImportError, AttributeError) as exc:
+            raise UserError(f"model {spec.name}: cannot import {spec.source!r} ({exc})") from exc
+        encoder = factory(spec, device=dev, dtype=dtype, home=home)
+        if not isinstance(encoder, (TextEncoder, VisionEncoder)):
+            raise UserError(f"model {spec.name}: {spec.source} returned {type(encoder).__name__}, not an encoder")
+        return encoder
+    module = importlib.import_module(LOADER_MODULES[spec.loader])
+    return module.load(spec, device=dev, dtype=dtype, home=home)
+
+
+__all__ = ["TextEncoder", "VisionEncoder", "load_encoder"]

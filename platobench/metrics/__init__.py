@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import importlib
 
-from platobench.metrics.api import layer_grid, score
+from platobench.metrics.api import LayerSummaries, layer_grid, score, summarize_layers
 from platobench.metrics.registry import Metric, get_metric, list_metrics
 
 _METRIC_MODULES = ("knn", "kernel", "procrustes", "cca")
@@ -18,4 +18,4 @@ for _name in _METRIC_MODULES:
         if _exc.name != f"platobench.metrics.{_name}":
             raise
 
-__all__ = ["score", "layer_grid", "list_metrics", "get_metric", "Metric"]
+__all__ = ["score", "layer_grid", "summarize_layers", "LayerSummaries", "list_metrics", "get_metric", "Metric"]

@@ -8,14 +8,16 @@ per-layer summaries.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
 
 from platobench.errors import UserError
 from platobench.metrics.preprocess import PREPROCESS_MODES, LayerStack, prepared_layers
-from platobench.metrics.registry import get_metric
+from platobench.metrics.registry import Metric, get_metric
 from platobench.metrics.validation import as_features, check_pair
 
 LayersLike = "Sequence[torch.Tensor | np.ndarray] | torch.Tensor | np.ndarray"
@@ -45,12 +47,56 @@ def score(metric: str, X: Any, Y: Any, *, preprocess: str = "none", **params: An
     return float(grid[0, 0])
 
 
-def layer_grid(metric: str, Xs: Any, Ys: Any, *, preprocess: str = "none", **params: Any) -> torch.Tensor:
-    """Scores of every layer pair: a float64 tensor [Lx, Ly] with entry (i, j) = score(Xs[i], Ys[j]).
+@dataclass(frozen=True)
+class LayerSummaries:
+    """Per-layer summaries of both models for one metric (the expensive, per-layer half of a grid).
+
+    `grid()` combines them into the [Lx, Ly] score grid. Permutation nulls re-use them: when the
+    metric has `extra["permute"]`, `grid(perm=p)` scores X against Y[p] (row a of Y[p] is row p[a] of Y)
+    without recomputing any per-layer work.
+    """
+
+    metric: Metric
+    params: dict[str, Any]
+    n: int
+    x: list[Any]
+    y: list[Any]
+
+    def grid(self, perm: Any = None) -> torch.Tensor:
+        """Scores of every layer pair, float64 [Lx, Ly]; with `perm`, the pairing of Y is permuted."""
+        sy = self.y
+        if perm is not None:
+            permute = self.metric.extra.get("permute")
+            if permute is None:
+                raise UserError(f"metric {self.metric.id!r} has no cheap permutation of its summaries")
+            sy = [permute(s, perm) for s in sy]
+        grid = self.metric.combine(self.x, sy, self.params)
+        if grid.shape != (len(self.x), len(sy)):
+            raise AssertionError(
+                f"metric {self.metric.id} returned grid {tuple(grid.shape)}, expected {(len(self.x), len(sy))}"
+            )
+        if not torch.isfinite(grid).all():
+            raise FloatingPointError(
+                f"metric {self.metric.id} produced non-finite scores; inputs may be degenerate (constant features)"
+            )
+        return grid.to(torch.float64)
+
+
+def _summaries(summarize: Any, stack: LayerStack, preprocess: str, n: int, params: dict[str, Any]) -> list[Any]:
+    out = []
+    for i, layer in enumerate(prepared_layers(stack, preprocess)):
+        if layer.shape[0] != n:
+            raise UserError(f"{stack.name}[{i}] has {layer.shape[0]} samples, expected N={n} like the other layers")
+        out.append(summarize(layer, params))
+    return out
+
+
+def summarize_layers(metric: str, Xs: Any, Ys: Any, *, preprocess: str = "none", **params: Any) -> LayerSummaries:
+    """Validate the inputs and compute every layer's summary, one layer at a time (streaming).
 
     Xs, Ys: a sequence of [N, D_l] layers (torch or numpy; widths may differ; a lazy sequence is read
-    one layer at a time) or a [L, N, D] tensor. `preprocess` applies to each model's whole stack
-    (`prh` clamps with a quantile over the stack, then l2-normalises each layer).
+    one layer at a time) or a [L, N, D] tensor. `preprocess` applies to each model's whole stack.
+    Peak memory: one layer's features (plus what the preprocess mode keeps) and the summaries.
     """
     m = get_metric(metric)
     p = m.resolve_params(params)
@@ -63,15 +109,20 @@ def layer_grid(metric: str, Xs: Any, Ys: Any, *, preprocess: str = "none", **par
         raise UserError(f"Xs and Ys need at least 2 samples, got {n}")
     if m.validate is not None:
         m.validate(n, p)
-    summarize_y = m.summarize_y or m.summarize_x
-    sx = [m.summarize_x(layer, p) for layer in prepared_layers(xs, preprocess)]
-    sy = [summarize_y(layer, p) for layer in prepared_layers(ys, preprocess)]
-    grid = m.combine(sx, sy, p)
-    if grid.shape != (len(sx), len(sy)):
-        raise AssertionError(f"metric {metric} returned grid {tuple(grid.shape)}, expected {(len(sx), len(sy))}")
-    if not torch.isfinite(grid).all():
-        raise FloatingPointError(f"metric {metric} produced non-finite scores; inputs may be degenerate (constant features)")
-    return grid.to(torch.float64)
+    sx = _summaries(m.summarize_x, xs, preprocess, n, p)
+    sy = _summaries(m.summarize_y or m.summarize_x, ys, preprocess, n, p)
+    return LayerSummaries(m, p, n, sx, sy)
 
 
-__all__ = ["score", "layer_grid", "check_pair"]
+def layer_grid(metric: str, Xs: Any, Ys: Any, *, preprocess: str = "none", **params: Any) -> torch.Tensor:
+    """Scores of every layer pair: a float64 tensor [Lx, Ly] with entry (i, j) = score(Xs[i], Ys[j]).
+
+    Xs, Ys: a sequence of [N, D_l] layers (torch or numpy; widths may differ; a lazy sequence is read
+    one layer at a time) or a [L, N, D] tensor. `preprocess` applies to each model's whole stack
+    (`prh` clamps with a quantile over the stack, then l2-normalises each layer). Per-layer work is
+    done once per layer; layer pairs are combined with batched products (see `Metric`).
+    """
+    return summarize_layers(metric, Xs, Ys, preprocess=preprocess, **params).grid()
+
+
+__all__ = ["LayerSummaries", "check_pair", "layer_grid", "score", "summarize_layers"]

@@ -40,6 +40,9 @@ class Metric:
         metric is asymmetric).
     combine: per-layer summaries of both sides -> [Lx, Ly] float64 tensor.
     validate: optional check of (n, params) that raises UserError (e.g. k < n).
+    extra: optional hooks. extra["permute"](summary, perm) -> the summary of Y[perm] (row a of Y[perm]
+        is row perm[a] of Y) computed from the summary of Y without redoing per-layer work; permutation
+        nulls use it through `LayerSummaries.grid(perm=...)` (platobench.metrics.api).
     """
 
     id: str

@@ -14,6 +14,8 @@ def as_features(x: Any, name: str) -> torch.Tensor:
     """Convert a torch tensor or numpy array to a 2-D float tensor [N, D] (float32, or float64 when
     given float64), checking shape and finiteness."""
     if isinstance(x, np.ndarray):
+        if x.dtype.kind not in "biuf":
+            raise UserError(f"{name} must hold real numbers, got numpy dtype {x.dtype}")
         x = torch.from_numpy(np.ascontiguousarray(x))
     if not isinstance(x, torch.Tensor):
         raise UserError(f"{name} must be a torch.Tensor or numpy.ndarray of shape [N, D], got {type(x).__name__}")
@@ -39,3 +41,31 @@ def check_pair(x: torch.Tensor, y: torch.Tensor, xname: str = "X", yname: str = 
     if x.shape[0] < 2:
         raise UserError(f"{xname} and {yname} need at least 2 samples, got {x.shape[0]}")
     return int(x.shape[0])
+
+
+def check_choice(value: Any, allowed: tuple[str, ...], name: str) -> str:
+    """`value` must be one of `allowed` (metric parameters such as kernel or estimator)."""
+    if value not in allowed:
+        raise UserError(f"{name} must be one of {list(allowed)}, got {value!r}")
+    return value
+
+
+def check_positive(value: Any, name: str) -> float:
+    """`value` must be a finite real number > 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value <= 0:
+        raise UserError(f"{name} must be a finite number > 0, got {value!r}")
+    return float(value)
+
+
+def check_fraction(value: Any, name: str) -> float:
+    """`value` must be a real number in the open interval (0, 1)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
+        raise UserError(f"{name} must be a number strictly between 0 and 1, got {value!r}")
+    return float(value)
+
+
+def check_int(value: Any, name: str, minimum: int) -> int:
+    """`value` must be an integer >= `minimum` (bools are rejected)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise UserError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)

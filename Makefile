@@ -1,0 +1,37 @@
+# platobench — `make install`, `make test`, `make demo`, `make bench`. Every target works from a fresh clone.
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.platobench-installed
+PYTEST_ARGS ?=
+
+.PHONY: install test test-fast demo bench lint clean
+
+install: $(STAMP)  ## venv + Python deps + Debian demo data + prepared demo weights
+
+$(STAMP): pyproject.toml requirements-demo.txt scripts/install_python.sh scripts/install_system.sh
+	bash scripts/install_system.sh
+	bash scripts/install_python.sh $(VENV)
+	$(PY) -m platobench prepare --all
+	touch $@
+
+test: install  ## the whole suite, slow real-model tests included (what CI runs)
+	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+test-fast: install  ## skip the tests marked slow
+	$(PY) -m pytest -q -m "not slow" $(PYTEST_ARGS)
+
+demo: install  ## the main job on the offline demo: no network, no GPU
+	$(PY) -m platobench run --pairs demo --settings demo
+	$(PY) -m platobench leaderboard
+
+bench: install  ## performance benchmarks (figures go to benchmarks/BENCHMARKS.md)
+	$(PY) benchmarks/layer_grid.py
+	$(PY) benchmarks/extract.py
+	$(PY) benchmarks/zeroshot.py
+	$(PY) benchmarks/jepa_train.py
+
+lint:
+	$(VENV)/bin/ruff check platobench tests benchmarks
+
+clean:
+	rm -rf $(VENV) .pytest_cache build *.egg-info

@@ -1,0 +1,87 @@
+"""`platobench run --pairs SET --settings SET`: the main job."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from platobench.bench.pairs import resolve_pairs
+from platobench.bench.runner import Job, RunOptions, execute, plan_rows
+from platobench.bench.scoring import score_paired
+from platobench.bench.settings import Catalog
+from platobench.errors import UserError
+from platobench.features.store import FeatureStore
+from platobench.zoo import add_zoo_option, zoo_from_args
+
+SCORERS = {"paired": score_paired}
+
+
+def add_catalog_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--settings-file", action="append", default=[], type=Path, metavar="FILE",
+                   help="extra settings YAML merged over the built-in one (repeatable)")
+    add_zoo_option(p)
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "run", help="measure alignment of model pairs and write result records",
+        description=(
+            "Plan the work (each model is extracted once per dataset, however many pairs it is in), extract "
+            "through the cache, score whole layer grids and write one JSON record per pair x setting under "
+            "OUT/<setting>/. Records whose inputs (feature entries) and setting are unchanged are not "
+            "recomputed. A failing model does not lose the others' results; the run then exits 1 and lists "
+            "the failures. Example: platobench run --pairs demo --settings demo"
+        ),
+    )
+    p.add_argument("--pairs", required=True,
+                   help="pair set (demo, default21, prh-val, all — see settings.yaml) or 'LANG:VISION,...'")
+    p.add_argument("--settings", required=True, help="setting ids or groups, comma-separated (e.g. demo, paired, prh-mknn)")
+    p.add_argument("--out", type=Path, default=Path("results"), help="results folder (default ./results)")
+    p.add_argument("--limit", type=int, default=None, help="only the first N samples of each dataset (a quick look)")
+    p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    p.add_argument("--batch-size", type=int, default=32, help="extraction batch size")
+    p.add_argument("--workers", type=int, default=2, help="image-decoding workers")
+    p.add_argument("--skip-existing", action="store_true", help="skip any pair x setting that already has a record")
+    p.add_argument("--force", action="store_true", help="recompute records even when their inputs are unchanged")
+    p.add_argument("--dry-run", action="store_true", help="show the plan (models, sizes, GPU memory, cached) and stop")
+    p.add_argument("--json", action="store_true", help="print the plan or the run summary as JSON")
+    add_catalog_options(p)
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.limit is not None and args.limit < 12:
+        raise UserError(f"--limit must be at least 12 samples (mutual kNN uses k=10 neighbours), got {args.limit}")
+    catalog = Catalog(args.settings_file)
+    zoo = zoo_from_args(args)
+    settings = catalog.resolve_settings(args.settings)
+    pairs = resolve_pairs(args.pairs, catalog, zoo)
+    jobs = [Job(s, a, b) for s in settings for a, b in pairs]
+    opts = RunOptions(
+        out=args.out, limit=args.limit, device=args.device, batch_size=args.batch_size, workers=args.workers,
+        force=args.force, skip_existing=args.skip_existing, progress=not args.json,
+    )
+    store = FeatureStore()
+    if args.dry_run:
+        rows = plan_rows(jobs, opts, store)
+        if args.json:
+            print(json.dumps({"jobs": len(jobs), "extractions": rows}, indent=1))
+        else:
+            print(f"{len(pairs)} pairs x {len(settings)} settings = {len(jobs)} records; {len(rows)} extractions:")
+            for r in rows:
+                gib = "?" if r["est_gpu_gib"] is None else f"{r['est_gpu_gib']} GiB"
+                print(f"  {r['model']:<42} {r['dataset']:<18} {str(r['params_m'] or '?'):>8} M params  ~{gib:<10} cached: {r['cached']}")
+        return 0
+    print(f"platobench run: {len(pairs)} pairs x {len(settings)} settings = {len(jobs)} records -> {args.out}",
+          file=sys.stderr)
+    summary = execute(jobs, opts, store, SCORERS)
+    if args.json:
+        print(json.dumps(summary.as_dict(), indent=1))
+    else:
+        print(f"written: {len(summary.written)}, up to date: {len(summary.up_to_date)}, failed: {len(summary.failed)}")
+        for label, why in summary.failed.items():
+            print(f"FAILED {label}: {why}")
+    return 1 if summary.failed else 0

@@ -1,0 +1,149 @@
+"""`platobench run`: plan the work, extract each model once per dataset through the cache, score every
+pair x setting, write one record each. A failing model or pair does not lose the others' results."""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from tqdm.auto import tqdm
+
+from platobench.bench.results import DatasetRef, ResultRecord, load_record, record_path, write_record
+from platobench.bench.settings import Setting
+from platobench.data import get_dataset
+from platobench.errors import UserError
+from platobench.features.extract import extract, feature_key
+from platobench.features.store import FeatureEntry, FeatureStore, check_same_samples
+from platobench.encoders.runtime import resolve_device
+from platobench.zoo import ModelSpec
+
+
+@dataclass(frozen=True)
+class Job:
+    setting: Setting
+    language: ModelSpec
+    vision: ModelSpec
+
+
+@dataclass
+class RunOptions:
+    out: Path
+    limit: int | None = None
+    device: str = "cpu"
+    batch_size: int = 32
+    workers: int = 2
+    force: bool = False
+    skip_existing: bool = False
+    progress: bool = True
+
+
+@dataclass
+class RunSummary:
+    written: list[str] = field(default_factory=list)
+    up_to_date: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"written": self.written, "up_to_date": self.up_to_date, "failed": self.failed}
+
+
+def estimate_gpu_gib(spec: ModelSpec) -> float | None:
+    """Weights-only memory in GiB at 2 bytes/parameter (bf16) plus 20% for activations; None if unknown."""
+    if spec.params_m is None:
+        return None
+    return round(spec.params_m * 1e6 * 2 * 1.2 / 2**30, 1)
+
+
+def plan_rows(jobs: list[Job], opts: RunOptions, store: FeatureStore) -> list[dict[str, Any]]:
+    """One row per (model, dataset) extraction the jobs need: name, dataset, params, GPU GiB, cached."""
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    dev = resolve_device(opts.device)
+    for job in jobs:
+        for spec in (job.language, job.vision):
+            k = (spec.name, job.setting.dataset)
+            if k in rows:
+                continue
+            try:
+                ds = get_dataset(job.setting.dataset, limit=opts.limit)
+                prompt = f"caption:{job.setting.caption_index}"
+                cached: Any = store.get(feature_key(spec, ds, prompt=prompt if spec.modality == "text" else "image", device=dev)) is not None
+            except UserError as exc:
+                cached = f"unavailable: {exc}"
+            rows[k] = {
+                "model": spec.name, "dataset": job.setting.dataset, "params_m": spec.params_m,
+                "est_gpu_gib": estimate_gpu_gib(spec), "cached": cached,
+            }
+    return list(rows.values())
+
+
+def _up_to_date(path: Path, inputs: dict[str, Any], setting: Setting) -> bool:
+    if not path.is_file():
+        return False
+    try:
+        old = load_record(path)
+    except UserError:
+        return False
+    return old.extra.get("inputs") == inputs and old.extra.get("setting_config") == setting.model_dump(mode="json")
+
+
+def execute(
+    jobs: list[Job],
+    opts: RunOptions,
+    store: FeatureStore,
+    scorers: dict[str, Callable[..., ResultRecord]],
+) -> RunSummary:
+    """Run every job; errors are caught per model and per pair and reported in the summary."""
+    summary = RunSummary()
+    entries: dict[tuple[str, str, str], FeatureEntry | Exception] = {}
+    datasets: dict[str, Any] = {}
+
+    def features(spec: ModelSpec, setting: Setting) -> FeatureEntry:
+        prompt = f"caption:{setting.caption_index}" if spec.modality == "text" else "image"
+        k = (spec.name, setting.dataset, prompt)
+        if k not in entries:
+            try:
+                if setting.dataset not in datasets:
+                    datasets[setting.dataset] = get_dataset(setting.dataset, limit=opts.limit)
+                entries[k], _ = extract(
+                    spec, datasets[setting.dataset], store=store, prompt=prompt, device=opts.device,
+                    batch_size=opts.batch_size, num_workers=opts.workers, progress=opts.progress,
+                )
+            except Exception as exc:  # one model failing must not stop the others
+                entries[k] = exc
+        got = entries[k]
+        if isinstance(got, Exception):
+            raise RuntimeError(f"features of {spec.name} on {setting.dataset}: {got}") from got
+        return got
+
+    bar = tqdm(jobs, desc="pairs x settings", unit="job", disable=not opts.progress, dynamic_ncols=True)
+    for job in bar:
+        label = f"{job.setting.id}: {job.language.name} x {job.vision.name}"
+        bar.set_postfix_str(label, refresh=True)
+        try:
+            if job.setting.kind not in scorers:
+                raise UserError(f"setting kind {job.setting.kind!r} is not supported by this runner")
+            path = record_path(opts.out, job.setting.id, job.language.name, job.vision.name)
+            if opts.skip_existing and path.is_file():
+                summary.up_to_date.append(label)
+                continue
+            a, b = features(job.language, job.setting), features(job.vision, job.setting)
+            check_same_samples(a, b)
+            ds = datasets[job.setting.dataset]
+            inputs = {"language": a.digest, "vision": b.digest}
+            if not opts.force and _up_to_date(path, inputs, job.setting):
+                summary.up_to_date.append(label)
+                continue
+            record = scorers[job.setting.kind](
+                job.setting, job.language, job.vision, list(a.layers), list(b.layers),
+                DatasetRef(name=ds.name, revision=ds.revision, n=len(ds), fingerprint=ds.fingerprint),
+                inputs=inputs, revisions=(a.key["model_revision"], b.key["model_revision"]),
+            )
+            record.extra["setting_config"] = job.setting.model_dump(mode="json")
+            summary.written.append(str(write_record(opts.out, record)))
+        except Exception as exc:
+            summary.failed[label] = f"{type(exc).__name__}: {exc}"
+            if not isinstance(exc, (UserError, RuntimeError)):
+                summary.failed[label] += "\n" + traceback.format_exc(limit=3)
+    return summary

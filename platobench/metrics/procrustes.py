@@ -1,0 +1,179 @@
+"""Orthogonal Procrustes alignment (Schonemann 1966): how far one representation is from a rotation of
+the other. Lower is better; both metrics are computed in float64.
+
+rotation_residual
+    Centre the columns of X [N, Dx] and Y [N, Dy], scale each to unit Frobenius norm, zero-pad the
+    narrower one. Then min over orthogonal Q of ||X Q - Y||_F^2 = 2 (1 - ||X^T Y||_*) in [0, 2]
+    (||.||_* the nuclear norm). With the thin SVD X = U S V^T, ||X^T Y||_* = ||(U S)^T (U' S')||_*, so
+    the per-layer summary is the [N, r] matrix U S (r = rank <= min(N - 1, D)) and a grid entry costs
+    one r_x x r_y svdvals, batched over layer pairs.
+
+rotation_residual_heldout
+    The rotation is fitted on one half of the samples and scored on the other. `seed` draws a random
+    split (torch.randperm, `generator.manual_seed(seed)`): the first N // 2 of the permutation form the
+    fit half, the rest the held-out half; the same split is used for X and Y. Everything is fitted on
+    the fit half, per side: the column means (subtracted from both halves) and the basis V of the fit
+    half's row space (its right singular vectors with non-zero singular value, r <= N//2 - 1). In those
+    coordinates C = (X_fit - mean) V and H = (X_held - mean) V; H is then scaled to unit Frobenius norm
+    (the only statistic taken from the held-out half, so that the residual lies in [0, 4] and 2 means
+    "no better than unrelated"). Q = W Z^T from the SVD C_x^T C_y = W S Z^T (narrower side zero-padded)
+    and the residual is ||H_x Q - H_y||_F^2 = 2 - 2 tr(Q^T H_x^T H_y). Working in the fit half's row
+    space makes the fitted map unique (a rotation in D > N/2 dimensions is otherwise unconstrained
+    outside that space), keeps identical inputs at residual 0, and keeps the invariance to rotation,
+    isotropic scaling and translation of either side.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from platobench.errors import UserError
+from platobench.metrics.registry import Metric, register
+from platobench.metrics.validation import as_features, check_int
+
+_PAIR_BLOCK = 1 << 25  # float64 entries of the batched r x r cross-products held at once
+
+
+def fit_rotation(X: Any, Y: Any) -> torch.Tensor:
+    """Orthogonal Procrustes: Q [Dx, Dy] float64 minimising ||X Q - Y||_F, X [N, Dx], Y [N, Dy] as given
+    (no centring or scaling). Q = W Z^T from the thin SVD X^T Y = W S Z^T; when Dx != Dy, Q has
+    orthonormal rows (Dx <= Dy) or columns (Dx >= Dy), the solution with the narrower side zero-padded.
+    Unique when X^T Y has full rank min(Dx, Dy); otherwise LAPACK's singular vectors pick one."""
+    x = as_features(X, "X").to(torch.float64)
+    y = as_features(Y, "Y").to(torch.float64)
+    if x.shape[0] != y.shape[0]:
+        raise UserError(f"X has {x.shape[0]} samples but Y has {y.shape[0]}; rows must be paired samples")
+    w, _, zt = torch.linalg.svd(x.T @ y, full_matrices=False)
+    return w @ zt
+
+
+def centre_unit(x: torch.Tensor, name: str = "features") -> torch.Tensor:
+    """Columns centred, whole matrix scaled to unit Frobenius norm; float64 [N, D]."""
+    x = x.to(torch.float64)
+    x = x - x.mean(dim=0, keepdim=True)
+    norm = torch.linalg.matrix_norm(x)
+    if not norm > 0:
+        raise UserError(f"{name} are constant across samples; a rotation residual needs varying features")
+    return x / norm
+
+
+def _row_space(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Thin SVD of x [n, D] restricted to non-zero singular values: (U [n, r], S [r], V [D, r])."""
+    u, s, vt = torch.linalg.svd(x, full_matrices=False)
+    keep = s > s[0] * max(x.shape) * torch.finfo(s.dtype).eps
+    return u[:, keep], s[keep], vt[keep].T
+
+
+def _pad(mats: list[torch.Tensor], r: int) -> torch.Tensor:
+    """Stack [n, r_l] matrices into [L, n, r], zero-padding columns."""
+    return torch.stack([torch.nn.functional.pad(m, (0, r - m.shape[1])) for m in mats])
+
+
+def _pair_blocks(lx: int, ly: int, r: int) -> list[tuple[int, int]]:
+    """Row ranges of X layers such that [rows, Ly, r, r] float64 fits in _PAIR_BLOCK entries."""
+    step = max(1, _PAIR_BLOCK // max(1, ly * r * r))
+    return [(i, min(lx, i + step)) for i in range(0, lx, step)]
+
+
+# --- rotation_residual -------------------------------------------------------------------------------
+
+def _summarize_residual(x: torch.Tensor, p: dict[str, Any]) -> torch.Tensor:
+    u, s, _ = _row_space(centre_unit(x))
+    return u * s
+
+
+def _combine_residual(sx: list[torch.Tensor], sy: list[torch.Tensor], p: dict[str, Any]) -> torch.Tensor:
+    r = max(m.shape[1] for m in sx + sy)
+    ax, ay = _pad(sx, r), _pad(sy, r)
+    rows = []
+    for i0, i1 in _pair_blocks(len(sx), len(sy), r):
+        cross = torch.einsum("inr,jns->ijrs", ax[i0:i1], ay)
+        rows.append(2.0 - 2.0 * torch.linalg.svdvals(cross).sum(dim=-1))
+    return torch.cat(rows).clamp_min(0.0)
+
+
+def _permute_rows(summary: torch.Tensor, perm: torch.Tensor) -> torch.Tensor:
+    return summary[perm]
+
+
+ROTATION_RESIDUAL = register(
+    Metric(
+        id="rotation_residual",
+        params={},
+        higher_is_better=False,
+        symmetric=True,
+        invariances=("rotation", "isotropic_scaling", "translation", "sample_permutation_joint"),
+        chance=lambda n, p: None,
+        summarize_x=_summarize_residual,
+        combine=_combine_residual,
+        description="Orthogonal Procrustes residual min_Q ||XQ - Y||_F^2 = 2(1 - ||X^T Y||_*) after centring, "
+        "unit Frobenius norm and zero-padding; 0 = a rotation of each other, lower is better.",
+        range=(0.0, 2.0),
+        extra={"permute": _permute_rows},
+    )
+)
+
+
+# --- rotation_residual_heldout -----------------------------------------------------------------------
+
+def split_halves(n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Seeded split of range(n): (fit indices, held-out indices), sizes n // 2 and n - n // 2, sorted."""
+    g = torch.Generator().manual_seed(int(seed))
+    perm = torch.randperm(n, generator=g)
+    return perm[: n // 2].sort().values, perm[n // 2:].sort().values
+
+
+def _summarize_heldout(x: torch.Tensor, p: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
+    """(C [n_fit, r], H [n_held, r]): fit-half and unit-norm held-out coordinates in the fit row space."""
+    fit, held = split_halves(x.shape[0], p["seed"])
+    x = x.to(torch.float64)
+    mean = x[fit].mean(dim=0, keepdim=True)
+    xa, xb = x[fit] - mean, x[held] - mean
+    if not torch.linalg.matrix_norm(xa) > 0:
+        raise UserError("rotation_residual_heldout: features are constant on the fit half; expected varying features")
+    u, s, v = _row_space(xa)
+    h = xb @ v
+    norm = torch.linalg.matrix_norm(h)
+    if not norm > 0:
+        raise UserError("rotation_residual_heldout: the held-out half has no component in the fit half's span; "
+                        "expected varying features")
+    return u * s, h / norm
+
+
+def _combine_heldout(sx: list, sy: list, p: dict[str, Any]) -> torch.Tensor:
+    r = max(c.shape[1] for c, _ in sx + sy)
+    cx, hx = _pad([c for c, _ in sx], r), _pad([h for _, h in sx], r)
+    cy, hy = _pad([c for c, _ in sy], r), _pad([h for _, h in sy], r)
+    rows = []
+    for i0, i1 in _pair_blocks(len(sx), len(sy), r):
+        w, _, zt = torch.linalg.svd(torch.einsum("inr,jns->ijrs", cx[i0:i1], cy))
+        q = w @ zt
+        held = torch.einsum("inr,jns->ijrs", hx[i0:i1], hy)
+        rows.append(2.0 - 2.0 * (q * held).sum(dim=(-2, -1)))
+    return torch.cat(rows).clamp_min(0.0)
+
+
+def _validate_heldout(n: int, p: dict[str, Any]) -> None:
+    check_int(p["seed"], "rotation_residual_heldout parameter seed", 0)
+    if n < 4:
+        raise UserError(f"rotation_residual_heldout needs N >= 4 samples (two halves of >= 2), got N={n}")
+
+
+ROTATION_RESIDUAL_HELDOUT = register(
+    Metric(
+        id="rotation_residual_heldout",
+        params={"seed": 0},
+        higher_is_better=False,
+        symmetric=True,
+        invariances=("rotation", "isotropic_scaling", "translation"),
+        chance=lambda n, p: None,
+        summarize_x=_summarize_heldout,
+        combine=_combine_heldout,
+        validate=_validate_heldout,
+        description="Procrustes residual out of sample: rotation fitted on a seeded half (in its row space), "
+        "residual 2 - 2 tr(Q^T Hx^T Hy) on the other half scaled to unit norm; in [0, 4], lower is better.",
+        range=(0.0, 4.0),
+    )
+)

@@ -1,0 +1,99 @@
+"""Layer selection: which entry of a layer grid [Lx, Ly] is reported as a pair's score.
+
+Specs (strings, so they fit a CLI flag or a settings file):
+  "best"    the best pair over the whole grid: max for higher-is-better metrics, min for lower-is-better
+            ones. This is the PRH protocol (platonic-rep `measure_alignment.compute_score` keeps the
+            max over all layer pairs); ties go to the first pair in row-major order (lowest x layer,
+            then lowest y layer), as in the reference's strict `>` scan.
+  "last"    the last layer of each model, (Lx - 1, Ly - 1).
+  "i,j"     fixed layer indices (negative indices count from the end), e.g. "11,-1".
+
+`select` returns a `Selection` record that says which rule was used and which layers it picked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import torch
+
+from platobench.errors import UserError
+
+
+@dataclass(frozen=True)
+class Selection:
+    """mode: "best" | "last" | "fixed"; x_layer, y_layer: non-negative layer indices; score: the entry."""
+
+    mode: str
+    x_layer: int
+    y_layer: int
+    score: float
+
+    def to_record(self) -> dict[str, Any]:
+        """JSON-serialisable form for result records."""
+        return asdict(self)
+
+
+def parse_selection(spec: str | tuple[int, int]) -> str | tuple[int, int]:
+    """Validate a selection spec: "best", "last", "i,j" or a tuple (i, j); returns "best", "last" or (i, j)."""
+    if isinstance(spec, tuple) and len(spec) == 2 and all(isinstance(v, int) and not isinstance(v, bool) for v in spec):
+        return spec
+    if isinstance(spec, str):
+        if spec in ("best", "last"):
+            return spec
+        parts = spec.split(",")
+        if len(parts) == 2:
+            try:
+                return int(parts[0]), int(parts[1])
+            except ValueError:
+                pass
+    raise UserError(f"layer selection must be 'best', 'last' or two layer indices 'i,j' (e.g. '11,-1'), got {spec!r}")
+
+
+def _fixed_index(i: int, size: int, axis: str) -> int:
+    if not -size <= i < size:
+        raise UserError(f"layer selection index {i} is out of range for {axis} with {size} layers")
+    return i % size
+
+
+def select_index(shape: tuple[int, int], spec: str | tuple[int, int]) -> tuple[int, int] | None:
+    """Indices a spec picks on a grid of `shape` without looking at its values; None for "best"."""
+    spec = parse_selection(spec)
+    if spec == "best":
+        return None
+    if spec == "last":
+        return shape[0] - 1, shape[1] - 1
+    return _fixed_index(spec[0], shape[0], "Xs"), _fixed_index(spec[1], shape[1], "Ys")
+
+
+def best_index(grid: torch.Tensor, higher_is_better: bool) -> tuple[int, int]:
+    """(i, j) of the max (or min) of grid [Lx, Ly]; the first in row-major order among ties."""
+    flat = grid.reshape(-1)
+    k = int(torch.argmax(flat) if higher_is_better else torch.argmin(flat))
+    return divmod(k, grid.shape[1])
+
+
+def select(grid: torch.Tensor, spec: str | tuple[int, int], higher_is_better: bool) -> Selection:
+    """Apply a selection spec to a layer grid [Lx, Ly]."""
+    if grid.ndim != 2 or grid.numel() == 0:
+        raise UserError(f"grid must be a non-empty [Lx, Ly] tensor, got shape {tuple(grid.shape)}")
+    fixed = select_index(tuple(grid.shape), spec)
+    parsed = parse_selection(spec)
+    if fixed is None:
+        i, j = best_index(grid, higher_is_better)
+        mode = "best"
+    else:
+        i, j = fixed
+        mode = "last" if parsed == "last" else "fixed"
+    return Selection(mode=mode, x_layer=i, y_layer=j, score=float(grid[i, j]))
+
+
+def reduce_grids(grids: torch.Tensor, spec: str | tuple[int, int], higher_is_better: bool) -> torch.Tensor:
+    """The selected score of each grid in a batch [B, Lx, Ly] -> [B]; "best" is taken inside each grid
+    (what a permutation null of a best-of-grid score needs)."""
+    fixed = select_index((grids.shape[1], grids.shape[2]), spec)
+    if fixed is None:
+        flat = grids.reshape(grids.shape[0], -1)
+        return flat.amax(dim=1) if higher_is_better else flat.amin(dim=1)
+    return grids[:, fixed[0], fixed[1]]

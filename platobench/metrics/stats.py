@@ -1,0 +1,227 @@
+"""Statistics of an alignment score: chance level, permutation null, confidence interval.
+
+Permutation null (`permutation_null`): the pairing of samples is shuffled B times (seeded): X is scored
+against Y[perm] (row a paired with row perm[a]). A best-of-grid score takes the layer max (min for a
+lower-is-better metric) INSIDE each null draw, so the null carries the same selection bias as the
+observed score. Per-layer summaries are computed once and permuted through the metric's
+`extra["permute"]` hook (kNN lists, Gram matrices, bases); a metric without the hook (the held-out
+Procrustes residual, whose split is tied to sample positions) re-summarises Y[perm] for each draw.
+  p-value     (1 + #{null >= obs}) / (B + 1), or #{null <= obs} for lower-is-better metrics
+              (Phipson & Smyth 2010: never 0, exact for exchangeable draws).
+  calibrated  (obs - null mean) / (perfect - null mean), `perfect` the metric's best possible value:
+              1 for similarities, which gives (obs - mean) / (1 - mean); 0 for residuals, which gives
+              1 - obs / mean, the share of the chance-level residual that the alignment removes.
+              0 = chance, 1 = perfect alignment, for both directions.
+
+Confidence interval (`subsample_ci`): subsampling without replacement (Politis & Romano 1994).
+B subsets of m = round(frac N) distinct samples are scored (same selection rule inside each subset);
+the spread of the subset scores around their mean, rescaled by sqrt(m / (N - m)) (the delete-d
+jackknife factor of Shao & Wu 1989, d = N - m; 1 for half-samples), is placed around the full-sample
+score as a basic interval [obs - s_hi, obs - s_lo], clipped to the metric's range. Centring on the
+subset mean removes the systematic dependence of kNN and CKA scores on N (mutual_knn's chance level is
+k/(m - 1) on a subset, k/(N - 1) on the whole). Why not the bootstrap: resampling with replacement
+duplicates samples, a duplicate is its own exact nearest neighbour in both models and an identical
+Gram row, so kNN overlap and CKA are inflated and the bootstrap distribution is biased upwards.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, Sequence
+
+import numpy as np
+import torch
+
+from platobench.errors import UserError
+from platobench.metrics.api import LayerSummaries, summarize_layers
+from platobench.metrics.preprocess import LayerStack, prepared_layers
+from platobench.metrics.registry import Metric, get_metric
+from platobench.metrics.selection import Selection, reduce_grids, select, select_index
+from platobench.metrics.validation import check_fraction, check_int
+
+
+def chance_level(metric: str, n: int, **params: Any) -> float | None:
+    """Expected score of independent inputs with n samples when known in closed form (mutual_knn:
+    k / (n - 1); unbiased CKA: 0); None when it is only known through `permutation_null`."""
+    m = get_metric(metric)
+    return m.chance(check_int(n, "n", 2), m.resolve_params(params))
+
+
+@dataclass(frozen=True)
+class NullResult:
+    """Permutation null of one score. values: the B null scores (after selection inside each draw)."""
+
+    metric: str
+    observed: float
+    mean: float
+    std: float
+    p_value: float
+    calibrated: float | None
+    n_perm: int
+    seed: int
+    selection: Selection
+    values: torch.Tensor = field(repr=False)
+
+    def to_record(self) -> dict[str, Any]:
+        """JSON-serialisable summary (without the null draws)."""
+        return {
+            "metric": self.metric,
+            "observed": self.observed,
+            "null_mean": self.mean,
+            "null_std": self.std,
+            "p_value": self.p_value,
+            "calibrated": self.calibrated,
+            "n_perm": self.n_perm,
+            "seed": self.seed,
+            "selection": self.selection.to_record(),
+        }
+
+
+class Interval(NamedTuple):
+    """A confidence interval (lo, hi)."""
+
+    lo: float
+    hi: float
+
+
+class _Rows(Sequence):
+    """Lazy view of a model's layers with their rows taken at `index` (a permutation or a subset)."""
+
+    def __init__(self, layers: Any, index: torch.Tensor, name: str) -> None:
+        self._stack = LayerStack(_as_layers(layers, name), name)
+        self._index = index
+
+    def __len__(self) -> int:
+        return len(self._stack)
+
+    def __getitem__(self, i: int) -> torch.Tensor:  # type: ignore[override]
+        return self._stack[i][self._index]
+
+
+def _as_layers(xs: Any, name: str) -> Any:
+    """A [L, N, D] array as a list of layers; sequences unchanged (api.summarize_layers checks them)."""
+    if isinstance(xs, (torch.Tensor, np.ndarray)) and xs.ndim == 3:
+        return [xs[i] for i in range(xs.shape[0])]
+    if not isinstance(xs, Sequence) or isinstance(xs, (str, bytes)) or len(xs) == 0:
+        raise UserError(f"{name} must be a non-empty list of [N, D_l] layers or a [L, N, D] tensor")
+    return xs
+
+
+def calibrated_score(metric: Metric, observed: float, null_mean: float) -> float | None:
+    """(obs - null mean) / (perfect - null mean); None when the metric has no known best value."""
+    if metric.range is None:
+        return None
+    perfect = metric.range[1] if metric.higher_is_better else metric.range[0]
+    if perfect == null_mean:
+        return None
+    return (observed - null_mean) / (perfect - null_mean)
+
+
+def _restrict(s: LayerSummaries, index: tuple[int, int] | None) -> LayerSummaries:
+    if index is None:
+        return s
+    return LayerSummaries(s.metric, s.params, s.n, [s.x[index[0]]], [s.y[index[1]]])
+
+
+def permutation_null(
+    metric: str,
+    Xs: Any,
+    Ys: Any,
+    *,
+    selection: str | tuple[int, int] = "best",
+    n_perm: int = 100,
+    seed: int = 0,
+    preprocess: str = "none",
+    **params: Any,
+) -> NullResult:
+    """Permutation null of the selected score of metric(Xs, Ys) (layer stacks as in `layer_grid`).
+
+    selection: "best" (best pair, taken inside every draw), "last" or "i,j" / (i, j).
+    n_perm: number of shuffles B >= 1; seed: torch.Generator seed of the shuffles.
+    """
+    n_perm = check_int(n_perm, "n_perm", 1)
+    seed = check_int(seed, "seed", 0)
+    summaries = summarize_layers(metric, Xs, Ys, preprocess=preprocess, **params)
+    m = summaries.metric
+    grid = summaries.grid()
+    chosen = select(grid, selection, m.higher_is_better)
+    fixed = select_index(tuple(grid.shape), selection)
+    base = _restrict(summaries, fixed)
+    gen = torch.Generator().manual_seed(seed)
+    permute = m.extra.get("permute")
+    draws = []
+    for _ in range(n_perm):
+        perm = torch.randperm(summaries.n, generator=gen)
+        if permute is not None:
+            g = base.grid(perm=perm)
+        else:
+            ys = prepared_layers(LayerStack(_Rows(Ys, perm, "Ys"), "Ys"), preprocess, None if fixed is None else [fixed[1]])
+            summarize_y = m.summarize_y or m.summarize_x
+            g = LayerSummaries(m, base.params, base.n, base.x, [summarize_y(y, base.params) for y in ys]).grid()
+        draws.append(g)
+    values = reduce_grids(torch.stack(draws), "best" if fixed is None else (0, 0), m.higher_is_better)
+    obs = chosen.score
+    exceed = (values >= obs) if m.higher_is_better else (values <= obs)
+    mean = float(values.mean())
+    std = float(values.std(unbiased=True)) if n_perm > 1 else 0.0
+    return NullResult(
+        metric=m.id,
+        observed=obs,
+        mean=mean,
+        std=std,
+        p_value=(1 + int(exceed.sum())) / (n_perm + 1),
+        calibrated=calibrated_score(m, obs, mean),
+        n_perm=n_perm,
+        seed=seed,
+        selection=chosen,
+        values=values,
+    )
+
+
+def subsample_ci(
+    metric: str,
+    Xs: Any,
+    Ys: Any,
+    *,
+    selection: str | tuple[int, int] = "best",
+    n_sub: int = 50,
+    frac: float = 0.5,
+    level: float = 0.95,
+    seed: int = 0,
+    preprocess: str = "none",
+    **params: Any,
+) -> Interval:
+    """Confidence interval of the selected score by subsampling without replacement (module docstring).
+
+    n_sub: number of subsets B >= 2; frac: subset size m = round(frac * N), 2 <= m <= N - 1;
+    level: coverage in (0, 1); seed: torch.Generator seed of the subsets. Cost: B + 1 layer grids.
+    """
+    n_sub = check_int(n_sub, "n_sub", 2)
+    check_fraction(frac, "frac")
+    check_fraction(level, "level")
+    seed = check_int(seed, "seed", 0)
+    full = summarize_layers(metric, Xs, Ys, preprocess=preprocess, **params)
+    m = full.metric
+    obs = select(full.grid(), selection, m.higher_is_better).score
+    n = full.n
+    size = round(frac * n)
+    if not 2 <= size <= n - 1:
+        raise UserError(f"frac={frac} gives subsets of {size} samples out of N={n}; expected 2 <= m <= N - 1")
+    gen = torch.Generator().manual_seed(seed)
+    scores = []
+    for _ in range(n_sub):
+        idx = torch.randperm(n, generator=gen)[:size].sort().values
+        try:
+            sub = summarize_layers(metric, _Rows(Xs, idx, "Xs"), _Rows(Ys, idx, "Ys"), preprocess=preprocess, **params)
+        except UserError as exc:
+            raise UserError(f"subsample_ci: subsets of {size} samples are too small for {metric}: {exc}") from None
+        scores.append(select(sub.grid(), selection, m.higher_is_better).score)
+    s = torch.tensor(scores, dtype=torch.float64)
+    spread = (s - s.mean()) * math.sqrt(size / (n - size))
+    alpha = 1.0 - level
+    q_lo, q_hi = torch.quantile(spread, torch.tensor([alpha / 2, 1 - alpha / 2], dtype=torch.float64)).tolist()
+    lo, hi = obs - q_hi, obs - q_lo
+    if m.range is not None:
+        lo, hi = max(lo, m.range[0]), min(hi, m.range[1])
+    return Interval(lo, hi)

@@ -1,0 +1,197 @@
+"""Reading zoo YAML files into validated `ModelSpec`s, with errors that name file, line, entry and field.
+
+File format (see the built-in `model_zoo.yaml` beside this module):
+
+    version: 1
+    models:            # list of ModelSpec mappings
+      - name: family/arch.tag
+        ...
+    sets:              # optional: set name -> list of model names (nested lists, e.g. YAML aliases,
+      my-set: [a/b, c/d]  # are flattened)
+
+A file may also be a bare list of model entries (what `platobench jepa train` writes as zoo_entry.yaml).
+
+A local `source` written as "./dir" or "../dir" is relative to the YAML file that names it ("~" is expanded).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pydantic
+import yaml
+
+from platobench.errors import UserError
+from platobench.zoo.spec import ModelSpec, is_local_path
+
+BUILTIN_ZOO = Path(__file__).with_name("model_zoo.yaml")
+TOP_LEVEL_KEYS = ("version", "models", "sets")
+SUPPORTED_VERSIONS = (1,)
+SET_NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._+-]*$")
+
+
+class ZooError(UserError):
+    """One or more problems in zoo files; `problems` holds one line per problem, each naming the file,
+    line, entry and field."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = list(problems)
+        head = self.problems[0] if len(self.problems) == 1 else f"{len(self.problems)} problems in the model zoo"
+        body = "" if len(self.problems) == 1 else "\n  " + "\n  ".join(self.problems)
+        super().__init__(head + body)
+
+
+class _Mapping(dict):
+    """A YAML mapping that remembers its 1-based line number."""
+
+    line: int = 0
+
+
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml's parser when available (7x faster)
+    """Safe loader that rejects duplicate keys and records the line of every mapping."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r} (first at line {seen[key]})", key_node.start_mark
+                )
+            seen[key] = key_node.start_mark.line + 1
+        mapping = _Mapping(super().construct_mapping(node, deep=deep))
+        mapping.line = node.start_mark.line + 1
+        return mapping
+
+
+_Loader.add_constructor(
+    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
+    lambda loader, node: loader.construct_mapping(node, deep=True),
+)
+
+
+@dataclass
+class ZooFile:
+    """The validated contents of one zoo file (set members are checked later, against the merged zoo)."""
+
+    path: Path
+    models: list[ModelSpec] = field(default_factory=list)
+    sets: dict[str, list[str]] = field(default_factory=dict)
+    lines: dict[str, int] = field(default_factory=dict)  # model or set name -> line in the file
+
+
+def _flatten(members: Any) -> list[Any]:
+    if isinstance(members, list):
+        return [m for item in members for m in _flatten(item)]
+    return [members]
+
+
+def _field_problem(error: dict[str, Any], allowed: tuple[str, ...]) -> str:
+    loc = ".".join(str(p) for p in error["loc"]) if error["loc"] else ""
+    if error["type"] == "extra_forbidden":
+        close = difflib.get_close_matches(str(loc), allowed, n=1)
+        hint = f" (did you mean '{close[0]}'?)" if close else f" (allowed keys: {', '.join(allowed)})"
+        return f"unknown key '{loc}'{hint}"
+    if error["type"] == "missing":
+        return f"field '{loc}': required field is missing"
+    message = error["msg"].removeprefix("Value error, ")
+    if loc and not isinstance(error.get("input"), (dict, list)):
+        message += f" (got {error['input']!r})"
+    return f"field '{loc}': {message}" if loc else message
+
+
+def _resolve_local_source(entry: dict[str, Any], base: Path) -> dict[str, Any]:
+    source = entry.get("source")
+    if not isinstance(source, str) or not is_local_path(source):
+        return entry
+    path = Path(source).expanduser()
+    if not path.is_absolute():
+        path = (base / path).resolve()
+    return {**entry, "source": str(path)}
+
+
+def read_zoo_file(path: str | Path) -> ZooFile:
+    """Parse and validate one zoo file. Raises ZooError listing every problem found in it."""
+    path = Path(path)
+    if not path.is_file():
+        raise ZooError([f"{path}: zoo file not found"])
+    try:
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)  # _Loader is a safe loader
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        reason = getattr(exc, "problem", None) or str(exc)
+        raise ZooError([f"{where}: malformed YAML: {reason}"]) from exc
+
+    if isinstance(data, list):  # a bare list of entries, e.g. the zoo_entry.yaml of `platobench jepa train`
+        data = {"models": data}
+    if not isinstance(data, dict):
+        raise ZooError([f"{path}: expected a mapping with keys {', '.join(TOP_LEVEL_KEYS)}, or a list of models"])
+    problems: list[str] = []
+    for key in data:
+        if key not in TOP_LEVEL_KEYS:
+            problems.append(f"{path}: unknown top-level key '{key}' (allowed: {', '.join(TOP_LEVEL_KEYS)})")
+    version = data.get("version", 1)
+    if version not in SUPPORTED_VERSIONS:
+        problems.append(f"{path}: unsupported 'version' {version!r} (supported: {SUPPORTED_VERSIONS})")
+
+    result = ZooFile(path=path)
+    problems += _read_models(data.get("models") or [], result)
+    problems += _read_sets(data.get("sets") or {}, result)
+    if problems:
+        raise ZooError(problems)
+    return result
+
+
+def _read_models(entries: Any, result: ZooFile) -> list[str]:
+    """Validate the `models` list into `result.models`; returns the problems found."""
+    path = result.path
+    if not isinstance(entries, list):
+        return [f"{path}: 'models' must be a list of model entries"]
+    problems: list[str] = []
+    allowed = tuple(ModelSpec.model_fields)
+    for index, entry in enumerate(entries):
+        line = getattr(entry, "line", 0)
+        where = f"{path}:{line}" if line else str(path)
+        if not isinstance(entry, dict):
+            problems.append(f"{where}: models[{index}]: expected a mapping of fields, got {type(entry).__name__}")
+            continue
+        label = f"models[{index}] ({entry['name']!r})" if isinstance(entry.get("name"), str) else f"models[{index}]"
+        try:
+            spec = ModelSpec.model_validate(_resolve_local_source(dict(entry), path.parent))
+        except pydantic.ValidationError as exc:
+            problems.extend(f"{where}: {label}: {_field_problem(err, allowed)}" for err in exc.errors())
+            continue
+        if spec.name in result.lines:
+            problems.append(
+                f"{where}: {label}: field 'name': duplicate name {spec.name!r} "
+                f"(first defined at line {result.lines[spec.name]})"
+            )
+            continue
+        result.lines[spec.name] = line
+        result.models.append(spec)
+    return problems
+
+
+def _read_sets(raw_sets: Any, result: ZooFile) -> list[str]:
+    """Check the `sets` mapping into `result.sets` (members are checked against the merged zoo later)."""
+    path = result.path
+    if not isinstance(raw_sets, dict):
+        return [f"{path}: 'sets' must map set names to lists of model names"]
+    problems: list[str] = []
+    for set_name, members in raw_sets.items():
+        members_flat = _flatten(members)
+        if not isinstance(set_name, str) or not SET_NAME_PATTERN.match(set_name):
+            problems.append(
+                f"{path}: sets[{set_name!r}]: a set name is lowercase letters, digits and . _ + - (no '/')"
+            )
+            continue
+        if not members_flat or not all(isinstance(m, str) for m in members_flat):
+            problems.append(f"{path}: sets[{set_name!r}]: expected a non-empty list of model names")
+            continue
+        result.sets[set_name] = list(dict.fromkeys(members_flat))
+    return problems

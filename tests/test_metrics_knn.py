@@ -1,0 +1,262 @@
+"""kNN metrics (platobench.metrics.knn): known answers, ties, brute-force agreement, invariances,
+permutation hook, faiss backend."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from platobench.errors import UserError
+from platobench.metrics import get_metric, score
+from platobench.metrics.knn import KnnSets, combine_lcs, knn_sets, permute_knn
+
+KNN_METRICS = ["mutual_knn", "cycle_knn", "lcs_knn", "cknna"]
+
+
+# ---- brute-force definitions (written from the metric definitions, one sample at a time) ----------
+
+
+def brute_knn(x: torch.Tensor, k: int) -> list[list[int]]:
+    """Neighbour lists by sorting every row on (-inner product, index), self excluded."""
+    s = (x.double() @ x.double().T).tolist()
+    n = len(s)
+    return [sorted((j for j in range(n) if j != i), key=lambda j: (-s[i][j], j))[:k] for i in range(n)]
+
+
+def brute_lcs(a: list[int], b: list[int]) -> int:
+    t = [[0] * (len(b) + 1) for _ in range(len(a) + 1)]
+    for p, q in itertools.product(range(len(a)), range(len(b))):
+        t[p + 1][q + 1] = t[p][q] + 1 if a[p] == b[q] else max(t[p][q + 1], t[p + 1][q])
+    return t[-1][-1]
+
+
+def brute_scores(x: torch.Tensor, y: torch.Tensor, k: int) -> dict[str, float]:
+    nx, ny = brute_knn(x, k), brute_knn(y, k)
+    n = len(nx)
+    mutual = sum(len(set(nx[i]) & set(ny[i])) for i in range(n)) / (n * k)
+    cycle = sum(any(i in nx[j] for j in ny[i]) for i in range(n)) / n
+    lcs = sum(brute_lcs(nx[i], ny[i]) for i in range(n)) / (n * k)
+    return {"mutual_knn": mutual, "cycle_knn": cycle, "lcs_knn": lcs, "cknna": brute_cknna(x, y, nx, ny)}
+
+
+def hsic_unbiased_dense(a: np.ndarray, b: np.ndarray) -> float:
+    """Song et al. (2012) eq. 5 on (possibly asymmetric) zero-diagonal matrices, as the PRH code uses it."""
+    n = a.shape[0]
+    one = np.ones(n)
+    return (np.trace(a @ b) + one @ a @ one * (one @ b @ one) / ((n - 1) * (n - 2))
+            - 2 * one @ a @ b @ one / (n - 2)) / (n * (n - 3))
+
+
+def brute_cknna(x, y, nx, ny) -> float:
+    n = x.shape[0]
+    kk = (x.double() @ x.double().T).numpy()
+    ll = (y.double() @ y.double().T).numpy()
+    vx, vy = np.zeros((n, n)), np.zeros((n, n))
+    for i in range(n):
+        vx[i, nx[i]] = 1
+        vy[i, ny[i]] = 1
+    m = vx * vy
+    kl = hsic_unbiased_dense(m * kk, m * ll)
+    return kl / np.sqrt(hsic_unbiased_dense(vx * kk, vx * kk) * hsic_unbiased_dense(vy * ll, vy * ll))
+
+
+def gaussian(n: int, d: int, seed: int) -> torch.Tensor:
+    return torch.randn(n, d, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+
+
+# ---- hand-made known answers ------------------------------------------------------------------------
+
+# 1-D features, inner product x_i x_j. Worked by hand with k = 2:
+#   N_X: 0:[4,1] 1:[0,4] 2:[3,1] 3:[2,1] 4:[0,1]      N_Y: 0:[1,2] 1:[2,0] 2:[1,0] 3:[4,0] 4:[3,0]
+#   shared per sample 1,1,1,0,1 -> mutual 4/10; cycle (Y-neighbour j with i in N_X(j)): 1,1,0,0,1 -> 3/5;
+#   LCS per sample 1,1,1,0,1 -> 4/10.
+HAND_X = torch.tensor([[3.0], [1.0], [-1.0], [-2.0], [2.0]])
+HAND_Y = torch.tensor([[1.0], [3.0], [2.0], [-1.0], [-3.0]])
+
+
+def test_hand_made_neighbours_and_scores():
+    assert knn_sets(HAND_X, 2).idx.tolist() == [[4, 1], [0, 4], [3, 1], [2, 1], [0, 1]]
+    assert knn_sets(HAND_Y, 2).idx.tolist() == [[1, 2], [2, 0], [1, 0], [4, 0], [3, 0]]
+    assert score("mutual_knn", HAND_X, HAND_Y, k=2) == pytest.approx(0.4)
+    assert score("cycle_knn", HAND_X, HAND_Y, k=2) == pytest.approx(0.6)
+    assert score("lcs_knn", HAND_X, HAND_Y, k=2) == pytest.approx(0.4)
+
+
+def test_lcs_uses_order_of_lists():
+    """LCS of [1,2,3] with [3,2,1] is 1, with [1,3,2] is 2, with itself 3 (k = 3, N = 4)."""
+    a = KnnSets(torch.tensor([[1, 2, 3]] * 3 + [[0, 1, 2]]), torch.zeros(4, 3), torch.empty(0), torch.empty(0))
+    b = KnnSets(torch.tensor([[3, 2, 1], [1, 3, 2], [1, 2, 3], [2, 1, 0]]), torch.zeros(4, 3),
+                torch.empty(0), torch.empty(0))
+    assert combine_lcs([a], [b], {}).item() == pytest.approx((1 + 2 + 3 + 1) / 12)
+
+
+def test_ties_broken_by_lower_index():
+    """All inner products equal: neighbours are the lowest other indices, in index order."""
+    x = torch.ones(6, 3)
+    assert knn_sets(x, 3).idx.tolist() == [[1, 2, 3], [0, 2, 3], [0, 1, 3], [0, 1, 2], [0, 1, 2], [0, 1, 2]]
+    # Ties inside the list keep index order after larger scores: row 0 sees 2 (score 2) then 1, 3 tied.
+    y = torch.tensor([[1.0], [1.0], [2.0], [1.0], [-1.0]])
+    assert knn_sets(y, 3).idx[0].tolist() == [2, 1, 3]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_ties_match_brute_force_with_many_ties(seed):
+    """Integer features in {-1, 0, 1}^2 make most scores tied; torch.topk alone would pick arbitrarily."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randint(-1, 2, (120, 2), generator=g).float()
+    for k in (1, 5, 20):
+        assert knn_sets(x, k).idx.tolist() == brute_knn(x, k)
+
+
+@pytest.mark.parametrize("k", [1, 3, 10])
+def test_scores_match_brute_force(k):
+    x, y = gaussian(40, 6, 1), gaussian(40, 9, 2)
+    y[:, :3] += 2 * x[:, :3]  # some shared structure so that scores are not all near chance
+    ref = brute_scores(x, y, k)
+    for m in KNN_METRICS:
+        assert score(m, x, y, k=k) == pytest.approx(ref[m], abs=1e-9), m
+
+
+def test_scores_match_brute_force_with_ties():
+    g = torch.Generator().manual_seed(5)
+    x = torch.randint(-1, 2, (30, 2), generator=g).double()
+    y = torch.randint(-2, 3, (30, 2), generator=g).double()
+    ref = brute_scores(x, y, 4)
+    for m in KNN_METRICS:
+        assert score(m, x, y, k=4) == pytest.approx(ref[m], abs=1e-9), m
+
+
+# ---- properties ---------------------------------------------------------------------------------
+
+
+def test_identical_inputs_score_one():
+    x = gaussian(60, 8, 3)
+    for m in ("mutual_knn", "lcs_knn", "cknna"):
+        assert score(m, x, x) == pytest.approx(1.0, abs=1e-12), m
+
+
+def test_independent_data_near_chance():
+    """mutual_knn of independent data: E = k/(N-1) (a uniformly random k-subset); sd ~ 0.0025 here."""
+    n, k = 400, 10
+    value = score("mutual_knn", gaussian(n, 32, 10), gaussian(n, 32, 11), k=k)
+    chance = get_metric("mutual_knn").chance(n, {"k": k})
+    assert chance == pytest.approx(k / (n - 1))
+    assert abs(value - chance) < 0.01
+    assert score("lcs_knn", gaussian(n, 32, 10), gaussian(n, 32, 11), k=k) < 0.05
+
+
+def random_orthogonal(d: int, seed: int) -> torch.Tensor:
+    q, r = torch.linalg.qr(gaussian(d, d, seed))
+    return q * torch.sign(torch.diagonal(r))
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000), scale=st.floats(0.05, 20.0), n=st.integers(12, 40), d=st.integers(2, 12))
+def test_rotation_and_isotropic_scaling_invariance(seed, scale, n, d):
+    x, y = gaussian(n, d, seed), gaussian(n, d + 1, seed + 1)
+    y[:, :2] += x[:, :2]
+    x2 = scale * x @ random_orthogonal(d, seed + 2)
+    for m in KNN_METRICS:
+        assert score(m, x2, y, k=3) == pytest.approx(score(m, x, y, k=3), abs=1e-9), m
+
+
+def test_translation_is_not_claimed_and_changes_scores():
+    x, y = gaussian(50, 5, 7), gaussian(50, 5, 8)
+    y += x
+    for m in KNN_METRICS:
+        assert "translation" not in get_metric(m).invariances
+    assert score("mutual_knn", x + 10.0, y) != score("mutual_knn", x, y)
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 10_000))
+def test_symmetry_where_claimed(seed):
+    x, y = gaussian(30, 4, seed), gaussian(30, 7, seed + 1)
+    for m in KNN_METRICS:
+        if get_metric(m).symmetric:
+            assert score(m, x, y, k=4) == pytest.approx(score(m, y, x, k=4), abs=1e-12), m
+
+
+def test_cknna_is_not_symmetric_like_the_reference():
+    """The reference estimator's 1ᵀK̃L̃1 term makes cknna(X, Y) != cknna(Y, X) in general."""
+    x, y = gaussian(40, 3, 1), gaussian(40, 3, 2)
+    y += x
+    assert not get_metric("cknna").symmetric
+    assert score("cknna", x, y, k=5) != pytest.approx(score("cknna", y, x, k=5), abs=1e-9)
+
+
+def test_joint_sample_permutation_invariance():
+    x, y = gaussian(50, 6, 3), gaussian(50, 6, 4)
+    y += x
+    perm = torch.randperm(50, generator=torch.Generator().manual_seed(0))
+    for m in KNN_METRICS:
+        assert score(m, x[perm], y[perm]) == pytest.approx(score(m, x, y), abs=1e-9), m
+
+
+# ---- permutation hook ------------------------------------------------------------------------------
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(6, 60), k=st.integers(1, 5))
+def test_permute_equals_recompute_with_ties(seed, n, k):
+    g = torch.Generator().manual_seed(seed)
+    y = torch.randint(-1, 2, (n, 2), generator=g).float()  # many exact ties
+    perm = torch.randperm(n, generator=g)
+    got, want = permute_knn(knn_sets(y, k), perm), knn_sets(y[perm], k)
+    assert torch.equal(got.idx, want.idx)
+    assert torch.equal(got.sim, want.sim)
+    twice = permute_knn(got, perm)
+    assert torch.equal(twice.idx, knn_sets(y[perm][perm], k).idx)
+
+
+def test_permute_hook_is_registered_and_validates():
+    for m in KNN_METRICS:
+        assert get_metric(m).extra["permute"] is permute_knn
+    s = knn_sets(gaussian(10, 3, 0), 2)
+    with pytest.raises(UserError, match="perm must be a permutation of range\\(10\\)"):
+        permute_knn(s, torch.zeros(10, dtype=torch.long))
+
+
+# ---- backends --------------------------------------------------------------------------------------
+
+
+def test_faiss_backend_matches_torch():
+    x = gaussian(300, 16, 9).float()
+    for k in (1, 10):
+        a, b = knn_sets(x, k, backend="faiss"), knn_sets(x, k)
+        assert torch.equal(a.idx, b.idx)
+        assert torch.allclose(a.sim, b.sim, atol=1e-4)
+
+
+def test_faiss_backend_exact_on_ties():
+    g = torch.Generator().manual_seed(3)
+    x = torch.randint(-1, 2, (80, 2), generator=g).float()
+    t, f = knn_sets(x, 6), knn_sets(x, 6, backend="faiss")
+    assert f.idx.tolist() == brute_knn(x, 6)
+    assert torch.equal(f.tie_rows, t.tie_rows) and torch.equal(f.tie_cols, t.tie_cols)
+    y = torch.randint(-1, 2, (80, 3), generator=g).float()
+    assert score("mutual_knn", x, y, k=6, backend="faiss") == score("mutual_knn", x, y, k=6)
+
+
+def test_unknown_backend():
+    with pytest.raises(UserError, match="backend must be one of"):
+        score("mutual_knn", HAND_X, HAND_Y, k=2, backend="annoy")
+
+
+def test_overflowing_features_raise():
+    x = torch.full((5, 2), 1e30)
+    with pytest.raises(UserError, match="overflow"):
+        score("mutual_knn", x, HAND_Y, k=2)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+def test_gpu_matches_cpu():
+    x, y = gaussian(500, 32, 1).float(), gaussian(500, 64, 2).float()
+    y[:, :32] += x
+    for m in KNN_METRICS:
+        assert score(m, x.cuda(), y.cuda()) == pytest.approx(score(m, x, y), abs=1e-6), m
