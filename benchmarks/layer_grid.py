@@ -166,7 +166,7 @@ def part2(n: int, scale: float, baseline_pairs: int) -> dict:
     xs, ys = RandomLayers(n, llm_widths(scale), 3), RandomLayers(n, vit_widths(scale), 4)
     c0, t0 = time.process_time(), time.perf_counter()
     summaries = summarize_layers("mutual_knn", xs, ys, preprocess="l2", k=10)
-    t1 = time.perf_counter()
+    t1, c1 = time.perf_counter(), time.process_time()
     grid = summaries.grid()
     t2, c2 = time.perf_counter(), time.process_time()
     peak_gib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
@@ -175,22 +175,25 @@ def part2(n: int, scale: float, baseline_pairs: int) -> dict:
     width_ratio = (sum(full_x) + sum(full_y)) / (sum(xs.widths) + sum(ys.widths))
     pair_ratio = len(full_x) * len(full_y) / (len(xs) * len(ys))
     engine_full = summarize_s * width_ratio + combine_s * pair_ratio
+    engine_full_cpu = (c1 - c0) * width_ratio + (c2 - c1) * pair_ratio
     # Reference cost per pair, on pairs drawn from the full grid (widths as in the real grid).
     rng = random.Random(0)
     picks = [(rng.choice(full_x), rng.choice(full_y)) for _ in range(baseline_pairs)]
-    elapsed = 0.0
+    elapsed = elapsed_cpu = 0.0
     for dx, dy in picks:
         a, b = torch.randn(n, dx), torch.randn(n, dy)
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         baseline_mutual_knn(a, b, 10)
-        elapsed += time.perf_counter() - t
-    per_pair = elapsed / len(picks)
+        elapsed, elapsed_cpu = elapsed + time.perf_counter() - t, elapsed_cpu + time.process_time() - c
+    per_pair, per_pair_cpu = elapsed / len(picks), elapsed_cpu / len(picks)
     return {
         "metric": "mutual_knn", "n": n, "scale": scale, "grid": f"{len(xs)}x{len(ys)}",
         "engine_s": t2 - t0, "engine_cpu_s": c2 - c0, "summarize_s": summarize_s, "combine_s": combine_s,
         "feature_generation_s": gen_s, "peak_rss_gib": peak_gib,
         "engine_full_grid_s": engine_full if scale != 1.0 else t2 - t0,
-        "engine_full_extrapolated": scale != 1.0,
+        "engine_full_extrapolated": scale != 1.0, "engine_full_grid_cpu_s": engine_full_cpu,
+        "reference_per_pair_cpu_s": per_pair_cpu, "reference_full_grid_cpu_s": per_pair_cpu * len(full_x) * len(full_y),
+        "threads": torch.get_num_threads(),
         "reference_per_pair_s": per_pair, "reference_pairs_measured": len(picks),
         "reference_full_grid_s": per_pair * len(full_x) * len(full_y),
         "full_grid": f"{len(full_x)}x{len(full_y)}", "grid_mean": float(grid.mean()),
@@ -210,14 +213,16 @@ def _markdown(rows1: list[dict], row2: dict | None) -> str:
         r = row2
         header = ("| grid (LLM x ViT layers) | N | engine (s) | engine CPU time (s) | "
                   "of which kNN / combine / feature gen (s) | "
-                  "peak RSS (GiB) | engine, full grid (s) | reference, full grid (s) |")
+                  "peak RSS (GiB) | engine, full grid (s) | reference, full grid (s) | "
+                  "full grid CPU time: engine / reference (s) |")
         row = (f"| {r['grid']} (scale {r['scale']}) | {r['n']} | {r['engine_s']:.1f} | {r['engine_cpu_s']:.1f} | "
                f"{r['summarize_s']:.1f} / {r['combine_s']:.1f} / {r['feature_generation_s']:.1f} | "
                f"{r['peak_rss_gib']:.2f} | {r['engine_full_grid_s']:.0f}"
                f"{' (extrapolated)' if r['engine_full_extrapolated'] else ''} | "
                f"{r['reference_full_grid_s']:.0f} ({r['reference_per_pair_s']:.3f} s/pair x "
-               f"{r['full_grid']}, {r['reference_pairs_measured']} pairs measured) |")
-        out += ["", header, "|---|---|---|---|---|---|---|---|", row]
+               f"{r['full_grid']}, {r['reference_pairs_measured']} pairs measured) | "
+               f"{r['engine_full_grid_cpu_s']:.0f} / {r['reference_full_grid_cpu_s']:.0f} |")
+        out += ["", header, "|---|---|---|---|---|---|---|---|---|", row]
     return "\n".join(out)
 
 

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import struct
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -203,13 +200,17 @@ def test_hub_classes_names_and_remap(local_hub):
     assert kept.ids == ["test/000001", "test/000002", "test/000003"]
 
 
-def test_hub_offline_error_names_dataset_and_revision(tmp_path):
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path), "HF_DATASETS_CACHE": str(tmp_path / "d")}
-    code = "from platobench.cli import main; raise SystemExit(main(['data', 'show', 'wit-1024']))"
-    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300, check=False)
-    assert proc.returncode == 2
-    assert "hub dataset minhuh/prh (revision wit_1024, split train) is not in the local cache" in proc.stderr
-    assert "HF_HUB_OFFLINE" in proc.stderr and "openclipart-1024" in proc.stderr
+def test_hub_offline_error_names_dataset_and_revision(tmp_path, monkeypatch):
+    datasets = pytest.importorskip("datasets")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "hf-cache")
+    monkeypatch.setattr(datasets.config, "HF_HUB_CACHE", tmp_path / "hub-cache", raising=False)
+    with pytest.raises(UserError) as err:
+        get_dataset("wit-1024")
+    message = str(err.value)
+    assert "hub dataset minhuh/prh (revision wit_1024, split train) is not in the local cache" in message
+    assert "HF_HUB_OFFLINE" in message and "openclipart-1024" in message
 
 
 def test_cli_data_list_and_show(capsys):

@@ -141,18 +141,25 @@ needs_openclipart = pytest.mark.skipif(
 
 
 @needs_openclipart
-def test_real_openclipart_1024():
-    ds = get_dataset("openclipart-1024")
+def test_real_openclipart_1024(tmp_path, monkeypatch):
+    monkeypatch.setenv("PLATOBENCH_HOME", str(tmp_path))
+    openclipart.catalogue.cache_clear()
+    ds = get_dataset("openclipart-1024")  # scans the packages, then caches the catalogue
     assert len(ds) == 1024 and len(set(ds.ids)) == 1024
     assert all(c.strip() for c in ds.captions(0))
     assert "seed=0" in ds.revision and "openclipart-png=" in ds.revision
+    [cached] = (tmp_path / "data").glob("openclipart-catalogue-*.json")
     openclipart.catalogue.cache_clear()
-    again = get_dataset("openclipart-1024")
-    assert again.fingerprint == ds.fingerprint
+    again = get_dataset("openclipart-1024")  # read back from the cached catalogue
+    assert again.fingerprint == ds.fingerprint and again.caption_views(7) == ds.caption_views(7)
     assert get_dataset("openclipart-1024", limit=10).ids == ds.ids[:10]
     assert get_dataset("openclipart-1024", seed=1).ids != ds.ids
     assert ds.image(0).mode == "RGB"
     described = get_dataset("openclipart-desc")
     assert all(len(described.caption_views(i)) == 2 for i in range(len(described)))
-    # facts measured on bookworm's packages: 8,121 PNG paths, 1,221 of them symlinks, 20 over 400 KB
+    # bookworm's packages: 8,121 PNG paths of which 1,221 are symlinks (6,900 files), 20 over 400 KB
     assert 6000 < len(openclipart.catalogue()) < 6900
+    cached.write_text("[[1]]", encoding="utf-8")  # a damaged cache is rebuilt, not trusted
+    openclipart.catalogue.cache_clear()
+    assert get_dataset("openclipart-1024").fingerprint == ds.fingerprint
+    openclipart.catalogue.cache_clear()

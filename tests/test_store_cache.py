@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 import torch
 
-from platobench.cli import main
 from platobench.data import PairedDataset, ids_hash
 from platobench.errors import UserError
 from platobench.features.store import (
@@ -198,6 +197,8 @@ def test_kill_9_mid_write_then_resume_equals_uninterrupted(tmp_path, mode):
 
 
 def test_truncated_file_is_detected_and_never_used(tmp_path, capsys):
+    from platobench.cli import main
+
     store = FeatureStore(tmp_path)
     entry = write_all(store, key_for())
     file = entry.path / entry.manifest["files"][1]["file"]
@@ -213,6 +214,8 @@ def test_truncated_file_is_detected_and_never_used(tmp_path, capsys):
 
 
 def test_flipped_byte_is_caught_by_checksum(tmp_path):
+    from platobench.cli import main
+
     store = FeatureStore(tmp_path)
     entry = write_all(store, key_for())
     file = entry.path / entry.manifest["files"][2]["file"]
@@ -300,6 +303,8 @@ def test_check_same_samples(tmp_path):
 
 
 def test_cache_cli_ls_verify_rm(tmp_path, capsys):
+    from platobench.cli import main  # imported here: the writer subprocesses import this module
+
     store = FeatureStore(tmp_path)
     a = write_all(store, key_for())
     write_all(store, key_for(model="demo/other"))

@@ -73,6 +73,7 @@ def test_planted_classes_are_all_matched(solver):
     assert result["extra"]["chance_top5"] == pytest.approx(5 / 12)
     assert result["extra"]["permutations"][0] == list(range(12))
     assert result["extra"]["images_per_class"] == {"min": 20, "max": 20, "n_images": 240}
+    assert result["params"]["restarts"] == {"faq": 8, "gw": 0}[solver]
     json.dumps(result)  # ready for a JSON result record
 
 

@@ -40,7 +40,7 @@ def test_stiefel_parameter_counts():
 
 
 def test_unpaired_recovers_the_planted_rotation_like_the_paired_fit():
-    X, Y, W = planted()
+    X, Y, _ = planted()
     result = rotation_recovery(*split(X, Y), solver="gw", seed=0)
     un, pa = result["unpaired"], result["paired"]
     assert un["train_match_accuracy"] == 1.0

@@ -1,11 +1,12 @@
-"""CLI of the bench stage: run (and, as they land, leaderboard, submit, check)."""
+"""CLI of the bench stage: run, leaderboard, check and submit."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from platobench.bench import run_command
+from platobench.bench import leaderboard, run_command
 
 
 def register(subparsers: Any) -> None:
     run_command.register(subparsers)
+    leaderboard.register(subparsers)

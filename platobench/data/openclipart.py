@@ -10,12 +10,17 @@ the first n of that permutation are the dataset, so a `limit` is a random subset
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
+import os
 import random
-from dataclasses import dataclass
+import tempfile
+from dataclasses import astuple, dataclass
 from pathlib import Path
 
 from PIL import Image
 
+from platobench import paths
 from platobench.data.base import ClassDataset, PairedDataset
 from platobench.data.debian import package_version, require_dir
 from platobench.data.svgmeta import read_svg_meta
@@ -26,6 +31,7 @@ PACKAGES = ["openclipart-png", "openclipart-svg"]
 MAX_BYTES = 400_000
 # Top-level folders that are not a visual category ("unsorted", "special": mixed leftovers).
 NON_CATEGORIES = frozenset({"unsorted", "special"})
+CATALOGUE_FORMAT = 1  # bump when the catalogue rules change: cached catalogues are then rebuilt
 
 
 @dataclass(frozen=True)
@@ -47,10 +53,7 @@ def _revision(root: Path, seed: int, max_bytes: int) -> str:
     return f"{source};seed={seed};max_bytes={max_bytes}"
 
 
-@functools.lru_cache(maxsize=4)
-def catalogue(root: Path = DEFAULT_ROOT, max_bytes: int = MAX_BYTES) -> tuple[Clip, ...]:
-    """Every usable clip under `root` (png/ and svg/ trees), sorted by id: real files only, at most
-    `max_bytes`, with a non-empty title. Raises UserError naming the Debian packages when missing."""
+def _scan(root: Path, max_bytes: int) -> tuple[Clip, ...]:
     png_root = require_dir(root / "png", PACKAGES, "openclipart PNG images")
     svg_root = require_dir(root / "svg", PACKAGES, "openclipart SVG metadata")
     clips = []
@@ -63,9 +66,42 @@ def catalogue(root: Path = DEFAULT_ROOT, max_bytes: int = MAX_BYTES) -> tuple[Cl
         if meta is None or not meta.title:
             continue
         clips.append(Clip(rel.as_posix(), png, rel.parts[0], meta.title, meta.description))
+    return tuple(clips)
+
+
+def _cache_file(root: Path, max_bytes: int) -> Path | None:
+    """Where the catalogue of the installed packages is cached (None for other roots or unpackaged data):
+    the name hashes both package versions, the size limit and CATALOGUE_FORMAT."""
+    versions = [package_version(p) for p in PACKAGES]
+    if root != DEFAULT_ROOT or None in versions:
+        return None
+    tag = hashlib.sha256(json.dumps([versions, max_bytes, CATALOGUE_FORMAT]).encode()).hexdigest()[:16]
+    return paths.home() / "data" / f"openclipart-catalogue-{tag}.json"
+
+
+@functools.lru_cache(maxsize=4)
+def catalogue(root: Path = DEFAULT_ROOT, max_bytes: int = MAX_BYTES) -> tuple[Clip, ...]:
+    """Every usable clip under `root` (png/ and svg/ trees), sorted by id: real files only, at most
+    `max_bytes`, with a non-empty title. Raises UserError naming the Debian packages when missing.
+    Parsing the 7,000 SVGs takes seconds, so the installed packages' catalogue is cached as JSON under
+    `$PLATOBENCH_HOME/data` (its name changes with the package versions)."""
+    cache = _cache_file(root, max_bytes)
+    if cache is not None and cache.is_file():
+        try:
+            rows = json.loads(cache.read_text("utf-8"))
+            return tuple(Clip(r[0], Path(r[1]), r[2], r[3], r[4]) for r in rows)
+        except (ValueError, IndexError, TypeError):
+            pass  # unreadable: rebuilt below
+    clips = _scan(root, max_bytes)
     if not clips:
         raise UserError(f"no openclipart image with a title found under {root} (packages {' '.join(PACKAGES)})")
-    return tuple(clips)
+    if cache is not None:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=cache.parent, suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump([[str(v) for v in astuple(c)] for c in clips], fh, ensure_ascii=False)
+        os.replace(tmp, cache)
+    return clips
 
 
 def _permuted(clips: tuple[Clip, ...], seed: int) -> list[Clip]:

@@ -290,6 +290,8 @@ class EntryWriter:
         dtype = dtype or key.stored_dtype
         if dtype != key.stored_dtype:
             raise ValueError(f"writer dtype {dtype!r} differs from key.stored_dtype {key.stored_dtype!r}")
+        if not ids:
+            raise ValueError("an entry needs at least one sample")
         if ids_hash(ids) != key.ids_hash:
             raise ValueError("the sample ids given to the writer do not match key.ids_hash")
         if list(layer_ids) != list(key.layers) or len(widths) != len(layer_ids):
@@ -421,8 +423,7 @@ class EntryWriter:
         chunk_files = [self.partial / f"chunk-{s:09d}-{e:09d}.safetensors" for s, e in self._chunks]
         chunk_data = [st_load(f.read_bytes()) for f in chunk_files]
         for i in range(len(self.plan["widths"])):
-            layer = torch.cat([c[f"layer.{i}"] for c in chunk_data]) if chunk_data else None
-            data = st_save({"features": layer})
+            data = st_save({"features": torch.cat([c[f"layer.{i}"] for c in chunk_data])})
             name = f"layer-{i:03d}.safetensors"
             _write_atomic(self.dir / name, data)
             files.append({"layer": self.plan["layer_ids"][i], "file": name, "bytes": len(data), "sha256": _sha256(data)})
@@ -500,7 +501,11 @@ class FeatureStore:
             manifest = json.loads((path / "manifest.json").read_text("utf-8"))
         except (OSError, ValueError):
             return None
-        if manifest.get("format") != FORMAT_VERSION or manifest.get("digest") != digest:
+        try:
+            consistent = len(manifest["files"]) == len(manifest["widths"]) == len(manifest["layer_ids"])
+        except (KeyError, TypeError):
+            return None
+        if not consistent or manifest.get("format") != FORMAT_VERSION or manifest.get("digest") != digest:
             return None
         for info, width in zip(manifest["files"], manifest["widths"]):
             header = _header(path / info["file"])
@@ -577,7 +582,8 @@ class FeatureStore:
 
     def remove(self, digest: str, *, lock_timeout: float = -1) -> None:
         """Delete entry `digest` (waits for its writer's lock; the folder is renamed away first, so a
-        reader never sees half of it)."""
+        reader never sees half of it). The lock file stays: unlinking a lock others may wait on would
+        let two writers hold "the" lock at once."""
         path = self.entry_dir(digest)
         lock = FileLock(str(path.parent / f"{digest}.lock"))
         try:
@@ -588,4 +594,3 @@ class FeatureStore:
                     shutil.rmtree(trash)
         except Timeout as exc:
             raise UserError(f"cache entry {digest[:12]} is being written by another process") from exc
-        Path(lock.lock_file).unlink(missing_ok=True)

@@ -106,6 +106,8 @@ def _train(args: argparse.Namespace) -> int:
         result = train(corpus, config, progress=progress)
     except ValueError as exc:
         raise UserError(f"--data {args.data}: {exc}") from exc
+    if not result.is_main_process:  # other processes of `accelerate launch`: the main one writes
+        return 0
     summary = export_run(result, corpus, config, name=args.name, out_dir=args.out, home=paths.home())
     if args.json:
         print(json.dumps(summary, indent=2))

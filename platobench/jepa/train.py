@@ -99,6 +99,7 @@ class TrainResult:
     heldout_samples: int
     heldout_ids: list[str]
     samples_per_s: float  # training pairs per second (all processes), held-out evaluations excluded
+    is_main_process: bool = True  # False on the other processes of a multi-GPU run (which must not export)
     history: list[dict[str, float]] = field(default_factory=list)
 
 
@@ -217,5 +218,6 @@ def train(
         heldout_samples=len(heldout_idx),
         heldout_ids=[corpus.ids[i] for i in heldout_idx],
         samples_per_s=config.steps * global_batch / train_seconds,
+        is_main_process=accelerator.is_main_process,
         history=history,
     )

@@ -86,7 +86,7 @@ def _combine(sx: list[torch.Tensor], sy: list[torch.Tensor], p: dict[str, Any]) 
 def _permute(summary: torch.Tensor, perm: torch.Tensor) -> torch.Tensor:
     """Summary of the same layer with its samples reordered: rows and columns of the Gram permuted."""
     n = perm.numel()
-    return summary.view(n, n)[perm][:, perm].reshape(-1)
+    return summary.view(n, n)[perm[:, None], perm[None, :]].reshape(-1)
 
 
 def _validate(n: int, p: dict[str, Any]) -> None:

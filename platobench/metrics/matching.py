@@ -277,13 +277,14 @@ def _check_permutation(permutation: Any, n: int) -> np.ndarray:
 
 
 __all__ = [
-    "MatchResult",
+    "DEFAULT_RESTARTS",
     "SOLVERS",
-    "blind_match",
-    "standardize_kernel",
-    "cosine_kernel",
-    "centered_linear_kernel",
-    "qap_objective",
+    "MatchResult",
     "assignment_gain",
+    "blind_match",
     "candidate_lists",
+    "centered_linear_kernel",
+    "cosine_kernel",
+    "qap_objective",
+    "standardize_kernel",
 ]

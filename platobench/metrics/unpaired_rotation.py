@@ -26,15 +26,16 @@ enough training samples.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import torch
 
 from platobench.errors import UserError
 from platobench.metrics.api import score
-from platobench.metrics.matching import MatchResult, blind_match, centered_linear_kernel
+from platobench.metrics.matching import DEFAULT_RESTARTS, MatchResult, blind_match, centered_linear_kernel
 from platobench.metrics.procrustes import fit_rotation
 from platobench.metrics.validation import as_features
 
@@ -166,7 +167,12 @@ def rotation_recovery(
     recovered = shuffle[unpaired.matching.permutation] == np.arange(x.shape[0])
     n_test = as_features(X_test, "X_test").shape[0]
     return {
-        "params": {"solver": solver, "seed": seed, "restarts": restarts, "kernel": "centred linear, standardised"},
+        "params": {
+            "solver": solver,
+            "seed": seed,
+            "restarts": restarts if restarts is not None else DEFAULT_RESTARTS.get(solver),
+            "kernel": "centred linear, standardised",
+        },
         "n_train": int(x.shape[0]),
         "unpaired": {
             **evaluate_map(unpaired, X_test, Y_test),
@@ -188,9 +194,9 @@ def rotation_recovery(
 
 __all__ = [
     "FittedMap",
-    "stiefel_params",
+    "evaluate_map",
     "fit_paired_map",
     "fit_unpaired_map",
-    "evaluate_map",
     "rotation_recovery",
+    "stiefel_params",
 ]

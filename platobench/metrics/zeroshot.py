@@ -20,13 +20,15 @@ JEPA follow-up of the Platonic Representation Hypothesis):
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
 
 from platobench.errors import UserError
 from platobench.metrics.matching import (
+    DEFAULT_RESTARTS,
     blind_match,
     candidate_lists,
     cosine_kernel,
@@ -214,7 +216,7 @@ def zeroshot_eval(
         "metric_id": METRIC_ID,
         "params": {
             "solver": solver,
-            "restarts": restarts,
+            "restarts": restarts if restarts is not None else DEFAULT_RESTARTS.get(solver),
             "seeds": [int(s) for s in seeds],
             "fraction": fraction,
             "kernel": "cosine, standardised off-diagonal",

@@ -1,0 +1,355 @@
+"""The leaderboard, built from result records only: ranked tables per setting, README.md, leaderboard.csv,
+a static index.html and PNG plots (`platobench leaderboard`).
+
+A *board* is every record of one setting measured on one sample set (same dataset fingerprint): scores are
+only ranked against scores of the same protocol on the same samples. Ranks use competition ranking
+("1, 2, 2, 4"); a record whose score is not finite is shown as missing and gets no rank. Aggregates never
+skip missing values: a language model that lacks a vision reference of its board has no mean (it shows as
+"missing (k/n)"), and a pair that lacks a setting shows as missing in the overview, never as a better mean.
+
+Values reported by papers (paper_values.yaml) are listed in a separate, labelled table, never in measured rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from platobench.bench.results import ResultRecord, load_records
+from platobench.errors import UserError
+
+PAPER_VALUES = Path(__file__).with_name("paper_values.yaml")
+MISSING = "missing"
+CSV_COLUMNS = (
+    "setting", "dataset", "n", "dataset_fingerprint", "rank", "language", "vision", "language_family",
+    "vision_family", "language_kind", "vision_kind", "metric", "higher_is_better", "score", "calibrated",
+    "ci_lo", "ci_hi", "ci_level", "p_value", "null_mean", "chance", "layer_language", "layer_vision",
+    "last_layer_score", "params_language_m", "params_vision_m", "schema_version", "platobench_version",
+    "git_sha", "created",
+)
+
+
+def family(name: str) -> str:
+    """The zoo family of a model name: the part before '/' ("qwen2.5/qwen2.5-7b" -> "qwen2.5")."""
+    return name.split("/", 1)[0]
+
+
+def finite(value: float | None) -> bool:
+    return value is not None and math.isfinite(value)
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """One record of a board with its rank (None when the score is missing or not finite)."""
+
+    rank: int | None
+    record: ResultRecord
+
+
+@dataclass
+class Board:
+    """Records of one setting on one sample set, best first."""
+
+    setting: str
+    rows: list[Ranked]
+
+    @property
+    def first(self) -> ResultRecord:
+        return self.rows[0].record
+
+    @property
+    def key(self) -> str:
+        """A short unique id: setting plus the first 8 hex digits of the dataset fingerprint."""
+        return f"{self.setting}@{self.first.dataset.fingerprint[:8]}"
+
+    @property
+    def title(self) -> str:
+        d, m = self.first.dataset, self.first.metric
+        direction = "higher is better" if m.higher_is_better else "lower is better"
+        return f"{self.setting} — {m.id} on {d.name} (n={d.n}, {direction})"
+
+    @property
+    def vision_models(self) -> list[str]:
+        return sorted({r.record.vision.name for r in self.rows})
+
+    @property
+    def language_models(self) -> list[str]:
+        return list(dict.fromkeys(r.record.language.name for r in self.rows))
+
+
+def rank_records(records: list[ResultRecord]) -> list[Ranked]:
+    """Competition ranks of records that share a protocol: best score first (the metric's direction);
+    equal scores share a rank; non-finite scores come last, unranked."""
+    if not records:
+        return []
+    higher = records[0].metric.higher_is_better
+    if any(r.metric.higher_is_better != higher for r in records):
+        raise UserError("cannot rank records whose metrics disagree on the direction (higher/lower is better)")
+    scored = [r for r in records if finite(r.score)]
+    scored.sort(key=lambda r: (-r.score if higher else r.score, r.language.name, r.vision.name))
+    out: list[Ranked] = []
+    for i, r in enumerate(scored):
+        tied = i > 0 and scored[i - 1].score == r.score
+        out.append(Ranked(out[-1].rank if tied else i + 1, r))
+    out += [Ranked(None, r) for r in records if not finite(r.score)]
+    return out
+
+
+def build_boards(records: list[ResultRecord]) -> list[Board]:
+    """Group records into boards (setting x dataset fingerprint), each ranked; ordered by setting id."""
+    groups: dict[tuple[str, str], list[ResultRecord]] = {}
+    for r in records:
+        groups.setdefault((r.setting, r.dataset.fingerprint), []).append(r)
+    return [Board(setting, rank_records(rs)) for (setting, _), rs in sorted(groups.items())]
+
+
+def language_summary(board: Board) -> list[dict[str, Any]]:
+    """Per language model of a board: its score against each vision model of the board and the mean over
+    them. The mean is None (missing) unless every vision model of the board has a finite score; rows with
+    a mean are ranked, the others follow unranked."""
+    vision = board.vision_models
+    higher = board.first.metric.higher_is_better
+    scores: dict[str, dict[str, float]] = {}
+    for row in board.rows:
+        if finite(row.record.score):
+            scores.setdefault(row.record.language.name, {})[row.record.vision.name] = row.record.score
+    rows = []
+    for lang in board.language_models:
+        got = scores.get(lang, {})
+        complete = all(v in got for v in vision)
+        rows.append({
+            "language": lang, "scores": {v: got.get(v) for v in vision},
+            "mean": sum(got[v] for v in vision) / len(vision) if complete else None,
+            "present": len(got), "expected": len(vision),
+        })
+    ranked = sorted((r for r in rows if r["mean"] is not None), key=lambda r: -r["mean"] if higher else r["mean"])
+    for i, r in enumerate(ranked):
+        r["rank"] = ranked[i - 1]["rank"] if i and ranked[i - 1]["mean"] == r["mean"] else i + 1
+    rest = [r for r in rows if r["mean"] is None]
+    for r in rest:
+        r["rank"] = None
+    return ranked + rest
+
+
+def overview(records: list[ResultRecord]) -> tuple[list[str], list[dict[str, Any]]]:
+    """Every (language, vision) pair x every setting: (settings, rows of {language, vision, scores}) where
+    a setting the pair was not measured under (or whose score is not finite) is None — shown as missing."""
+    settings = sorted({r.setting for r in records})
+    pairs: dict[tuple[str, str], dict[str, float | None]] = {}
+    for r in records:
+        pairs.setdefault((r.language.name, r.vision.name), {})[r.setting] = r.score if finite(r.score) else None
+    rows = [
+        {"language": a, "vision": b, "scores": {s: got.get(s) for s in settings}}
+        for (a, b), got in sorted(pairs.items())
+    ]
+    return settings, rows
+
+
+# ---------------------------------------------------------------------------------------------- formatting
+
+
+def fmt(value: float | None, digits: int = 3) -> str:
+    return f"{value:.{digits}f}" if finite(value) else MISSING
+
+
+def fmt_ci(r: ResultRecord) -> str:
+    return f"[{r.ci.lo:.3f}, {r.ci.hi:.3f}]" if r.ci is not None else MISSING
+
+
+def fmt_layers(r: ResultRecord) -> str:
+    if r.layers is None:
+        return MISSING
+    sizes = f" of {len(r.grid)}×{len(r.grid[0])}" if r.grid else ""
+    return f"{r.layers[0]}, {r.layers[1]}{sizes}"
+
+
+def fmt_params(value: float | None) -> str:
+    if value is None:
+        return MISSING
+    return f"{value / 1000:.1f}B" if value >= 1000 else f"{value:g}M"
+
+
+def csv_row(rank: int | None, r: ResultRecord) -> dict[str, Any]:
+    return {
+        "setting": r.setting, "dataset": r.dataset.name, "n": r.dataset.n, "dataset_fingerprint": r.dataset.fingerprint,
+        "rank": rank if rank is not None else "", "language": r.language.name, "vision": r.vision.name,
+        "language_family": family(r.language.name), "vision_family": family(r.vision.name),
+        "language_kind": r.language.kind or "", "vision_kind": r.vision.kind or "", "metric": r.metric.id,
+        "higher_is_better": r.metric.higher_is_better, "score": r.score,
+        "calibrated": "" if r.calibrated is None else r.calibrated,
+        "ci_lo": "" if r.ci is None else r.ci.lo, "ci_hi": "" if r.ci is None else r.ci.hi,
+        "ci_level": "" if r.ci is None else r.ci.level, "p_value": "" if r.null is None else r.null.p_value,
+        "null_mean": "" if r.null is None else r.null.mean, "chance": "" if r.chance is None else r.chance,
+        "layer_language": "" if r.layers is None else r.layers[0], "layer_vision": "" if r.layers is None else r.layers[1],
+        "last_layer_score": "" if r.last_layer_score is None else r.last_layer_score,
+        "params_language_m": "" if r.language.params_m is None else r.language.params_m,
+        "params_vision_m": "" if r.vision.params_m is None else r.vision.params_m,
+        "schema_version": r.schema_version, "platobench_version": r.platobench_version, "git_sha": r.git_sha or "",
+        "created": r.created,
+    }
+
+
+def write_csv(boards: list[Board], path: Path) -> None:
+    """One row per record (empty cells where a value is absent), boards in order, best first."""
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=CSV_COLUMNS)
+        writer.writeheader()
+        for board in boards:
+            writer.writerows(csv_row(row.rank, row.record) for row in board.rows)
+
+
+def load_paper_values(path: Path = PAPER_VALUES) -> list[dict[str, Any]]:
+    """Values reported by papers (not measured by platobench): a list of mappings with source, citation,
+    language, vision, metric, protocol, value, note."""
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise UserError(f"cannot read paper values {path}: {exc}") from exc
+    return list(data["reported"])
+
+
+def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    def cell(s: str) -> str:
+        return s.replace("|", "\\|")
+    return [
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join("---" for _ in header) + "|",
+        *["| " + " | ".join(cell(c) for c in row) + " |" for row in rows],
+    ]
+
+
+def readme(boards: list[Board], records: list[ResultRecord], paper: list[dict[str, Any]], plots: dict[str, Any]) -> str:
+    """The leaderboard's README.md: per-board ranked tables, per-language summaries, the pair x setting
+    overview, plots, and the separate table of values reported by papers."""
+    lines = [
+        "# platobench leaderboard",
+        "",
+        f"Built from {len(records)} result records by `platobench leaderboard`. Scores are ranked only against",
+        "scores of the same setting on the same samples. *calibrated*: the score against its permutation null",
+        "(see the record's `null`); *CI*: subsampling confidence interval; *layers*: chosen (language, vision)",
+        f"layer indices of the grid. `{MISSING}` marks a value that was not measured — never skipped silently.",
+        "",
+    ]
+    for board in boards:
+        lines += [f"## {board.title}", ""]
+        lines += _md_table(
+            ["rank", "language model", "vision model", "score", "calibrated", "CI", "p", "layers", "params (L / V)"],
+            [[
+                str(row.rank) if row.rank is not None else MISSING, r.language.name, r.vision.name, fmt(r.score),
+                fmt(r.calibrated), fmt_ci(r), fmt(r.null.p_value if r.null else None), fmt_layers(r),
+                f"{fmt_params(r.language.params_m)} / {fmt_params(r.vision.params_m)}",
+            ] for row in board.rows for r in [row.record]],
+        )
+        vision = board.vision_models
+        if len(vision) > 1:
+            lines += ["", f"Per language model, mean over the {len(vision)} vision models of this board:", ""]
+            lines += _md_table(
+                ["rank", "language model", *vision, "mean"],
+                [[
+                    str(s["rank"]) if s["rank"] is not None else MISSING, s["language"],
+                    *[fmt(s["scores"][v]) for v in vision],
+                    fmt(s["mean"]) if s["mean"] is not None else f"{MISSING} ({s['present']}/{s['expected']})",
+                ] for s in language_summary(board)],
+            )
+        lines.append("")
+    settings, rows = overview(records)
+    if len(settings) > 1:
+        lines += ["## Overview: every pair under every setting", ""]
+        lines += _md_table(["language model", "vision model", *settings],
+                           [[r["language"], r["vision"], *[fmt(r["scores"][s]) for s in settings]] for r in rows])
+        lines.append("")
+    if plots.get("files"):
+        lines += ["## Plots", ""]
+        lines += [f"- [{Path(p).name}]({p})" for p in plots["files"]]
+        lines += [f"- not plotted: {why}" for why in plots.get("notes", [])]
+        lines.append("")
+    lines += [
+        "## Reported by papers (not measured here)",
+        "",
+        "Values copied from the papers named below, for comparison only. They come from other code, data and",
+        "model versions and are **not** platobench measurements; they are never mixed into the tables above.",
+        "",
+    ]
+    lines += _md_table(
+        ["source", "language model", "vision model", "metric", "value", "note"],
+        [[p["source"], p["language"], p["vision"], p["metric"], f"{p['value']:.3f}", p.get("note", "")] for p in paper],
+    )
+    lines += ["", "Citations:", ""]
+    lines += [f"- {c}" for c in dict.fromkeys(p["citation"] for p in paper)]
+    return "\n".join(lines) + "\n"
+
+
+@dataclass
+class BuildSummary:
+    records: int
+    boards: list[str]
+    files: list[str]
+    notes: list[str]
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def build_leaderboard(results_dir: Path, out_dir: Path, *, with_plots: bool = True) -> BuildSummary:
+    """Read every record under `results_dir` and write README.md, leaderboard.csv, index.html and (unless
+    `with_plots` is False) plots/*.png under `out_dir`. Raises UserError when there is no record."""
+    from platobench.bench import leaderboard_html, plots
+
+    if not Path(results_dir).is_dir():
+        raise UserError(f"--results: {results_dir} is not a folder of result records")
+    records = load_records(results_dir)
+    if not records:
+        raise UserError(f"--results: no result records (*.json) under {results_dir}; run `platobench run` first")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    boards = build_boards(records)
+    paper = load_paper_values()
+    plotted: dict[str, Any] = {"files": [], "notes": []}
+    if with_plots:
+        plotted = plots.plot_all(boards, out_dir)
+    (out_dir / "README.md").write_text(readme(boards, records, paper, plotted))
+    write_csv(boards, out_dir / "leaderboard.csv")
+    (out_dir / "index.html").write_text(leaderboard_html.render(boards, records, paper, plotted))
+    files = ["README.md", "leaderboard.csv", "index.html", *plotted["files"]]
+    return BuildSummary(len(records), [b.key for b in boards], [str(out_dir / f) for f in files], plotted["notes"])
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "leaderboard", help="build the leaderboard (README.md, CSV, index.html, plots) from result records",
+        description=(
+            "Read every result record under RESULTS and write OUT/README.md (ranked tables per setting, per-"
+            "language means that show missing pairs as missing, a pair x setting overview, values reported "
+            "by papers in a separate table), OUT/leaderboard.csv, OUT/index.html (sortable tables and a model-"
+            "family filter; opens offline) and OUT/plots/*.png (layer x layer heatmaps per pair, alignment "
+            "against language-model size, LLM versus text JEPA). Example: platobench leaderboard --results results"
+        ),
+    )
+    p.add_argument("--results", type=Path, default=Path("results"), help="folder of result records (default ./results)")
+    p.add_argument("--out", type=Path, default=Path("leaderboard"), help="output folder (default ./leaderboard)")
+    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    p.add_argument("--json", action="store_true", help="print what was written as JSON")
+    p.set_defaults(func=_leaderboard)
+
+
+def _leaderboard(args: argparse.Namespace) -> int:
+    summary = build_leaderboard(args.results, args.out, with_plots=not args.no_plots)
+    if args.json:
+        print(json.dumps(summary.as_dict(), indent=1))
+        return 0
+    print(f"{summary.records} records, {len(summary.boards)} boards -> {args.out}")
+    for f in summary.files[:3]:
+        print(f"  {f}")
+    if len(summary.files) > 3:
+        print(f"  ... and {len(summary.files) - 3} plots under {Path(args.out) / 'plots'}")
+    for note in summary.notes:
+        print(f"  note: {note}", file=sys.stderr)
+    return 0

@@ -1,0 +1,208 @@
+"""The leaderboard's static index.html: one self-contained file (inline CSS and vanilla JS, no external
+asset) that opens offline from the file system.
+
+The ranked tables are rendered by the page's script from the records embedded as JSON; clicking a column
+header sorts every ranked table by that column (again: reverse), and a select filters rows by model family
+(of the language or the vision model). The state lives in the URL fragment — `#family=demo&sort=score&dir=desc`
+— so a view can be linked. Missing values sort last in either direction. The per-language means, the
+pair x setting overview and the values reported by papers are static tables (the overview follows the filter).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import Any
+
+from platobench.bench.leaderboard import MISSING, Board, family, finite, fmt, language_summary, overview
+from platobench.bench.results import ResultRecord
+
+COLUMNS = [  # key, header, kind ("num" sorts numerically, "text" alphabetically)
+    ("rank", "rank", "num"), ("language", "language model", "text"), ("vision", "vision model", "text"),
+    ("score", "score", "num"), ("calibrated", "calibrated", "num"), ("ci", "CI", "num"), ("p", "p", "num"),
+    ("layers", "layers (L, V)", "text"), ("params_language", "params L (M)", "num"),
+    ("params_vision", "params V (M)", "num"),
+]
+
+_CSS = """
+body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
+table{border-collapse:collapse;margin:.5em 0 1.5em}
+th,td{border:1px solid #ccc;padding:.25em .6em;text-align:right}
+td.t,th.t{text-align:left}
+th[data-key]{cursor:pointer;background:#f2f2f2}
+th[aria-sort=ascending]::after{content:" \\25B2"}
+th[aria-sort=descending]::after{content:" \\25BC"}
+td.missing{color:#a00;font-style:italic}
+.paper{background:#fff8e1}
+img{max-width:48%;margin:.3em;border:1px solid #ddd}
+"""
+
+_JS = r"""
+(function () {
+  var data = JSON.parse(document.getElementById("pb-data").textContent);
+  var columns = data.columns;
+  function parseHash() {
+    var s = {family: "", sort: "rank", dir: "asc"};
+    location.hash.replace(/^#/, "").split("&").forEach(function (kv) {
+      var p = kv.split("=");
+      if (p.length === 2 && p[0] in s) s[p[0]] = decodeURIComponent(p[1]);
+    });
+    return s;
+  }
+  function setHash(s) {
+    location.hash = "family=" + encodeURIComponent(s.family) + "&sort=" + s.sort + "&dir=" + s.dir;
+  }
+  function cmp(kind, dir) {
+    return function (a, b) {
+      var x = a.sort, y = b.sort, ma = x === null, mb = y === null;
+      if (ma || mb) return ma === mb ? 0 : (ma ? 1 : -1);  // missing values last, either direction
+      var r = kind === "num" ? x - y : String(x).localeCompare(String(y));
+      return dir === "asc" ? r : -r;
+    };
+  }
+  function matches(families, fam) { return !fam || families.indexOf(fam) >= 0; }
+  function render() {
+    var s = parseHash();
+    var kind = "num";
+    columns.forEach(function (c) { if (c[0] === s.sort) kind = c[2]; });
+    document.getElementById("family").value = s.family;
+    data.boards.forEach(function (board) {
+      var table = document.getElementById(board.id);
+      var thead = "<tr>" + columns.map(function (c) {
+        var sort = c[0] === s.sort ? (s.dir === "asc" ? "ascending" : "descending") : "none";
+        return '<th data-key="' + c[0] + '" aria-sort="' + sort + '" class="' + (c[2] === "text" ? "t" : "") + '">' + c[1] + "</th>";
+      }).join("") + "</tr>";
+      var rows = board.rows.filter(function (r) { return matches(r.families, s.family); }).map(function (r) {
+        return {sort: r.sort[s.sort], row: r};
+      });
+      rows.sort(cmp(kind, s.dir));
+      var body = rows.map(function (o) {
+        var r = o.row;
+        return '<tr class="pb-row" data-language="' + r.language + '" data-vision="' + r.vision + '">' +
+          columns.map(function (c) {
+            var v = r.cells[c[0]];
+            var cls = (c[2] === "text" ? "t" : "") + (v === "missing" ? " missing" : "");
+            return '<td class="' + cls + '">' + v + "</td>";
+          }).join("") + "</tr>";
+      }).join("");
+      table.innerHTML = "<thead>" + thead + "</thead><tbody>" + body + "</tbody>";
+      document.getElementById(board.id + "-count").textContent =
+        rows.length + " of " + board.rows.length + " rows shown";
+    });
+    Array.prototype.forEach.call(document.querySelectorAll("tr[data-families]"), function (tr) {
+      tr.hidden = !matches(tr.getAttribute("data-families").split(" "), s.family);
+    });
+  }
+  document.addEventListener("click", function (ev) {
+    var th = ev.target.closest("th[data-key]");
+    if (!th) return;
+    var s = parseHash(), key = th.getAttribute("data-key");
+    s.dir = s.sort === key && s.dir === "asc" ? "desc" : "asc";
+    s.sort = key;
+    setHash(s);
+  });
+  document.getElementById("family").addEventListener("change", function (ev) {
+    var s = parseHash();
+    s.family = ev.target.value;
+    setHash(s);
+  });
+  window.addEventListener("hashchange", render);
+  render();
+})();
+"""
+
+
+def _num(value: float | None) -> float | None:
+    return value if finite(value) else None
+
+
+def _row(rank: int | None, r: ResultRecord) -> dict[str, Any]:
+    """A ranked-table row: display cells (HTML-escaped text), sort keys (numbers or strings; None = missing)
+    and the families it belongs to."""
+    esc = html.escape
+    layers = f"{r.layers[0]}, {r.layers[1]}" if r.layers is not None else MISSING
+    p = r.null.p_value if r.null is not None else None
+    cells = {
+        "rank": str(rank) if rank is not None else MISSING, "language": esc(r.language.name),
+        "vision": esc(r.vision.name), "score": fmt(r.score), "calibrated": fmt(r.calibrated),
+        "ci": f"[{r.ci.lo:.3f}, {r.ci.hi:.3f}]" if r.ci is not None else MISSING, "p": fmt(p),
+        "layers": layers, "params_language": f"{r.language.params_m:g}" if r.language.params_m else MISSING,
+        "params_vision": f"{r.vision.params_m:g}" if r.vision.params_m else MISSING,
+    }
+    sort = {
+        "rank": rank, "language": r.language.name, "vision": r.vision.name, "score": _num(r.score),
+        "calibrated": _num(r.calibrated), "ci": _num(r.ci.lo) if r.ci is not None else None, "p": _num(p),
+        "layers": layers if r.layers is not None else None, "params_language": r.language.params_m,
+        "params_vision": r.vision.params_m,
+    }
+    return {
+        "language": esc(r.language.name), "vision": esc(r.vision.name), "cells": cells, "sort": sort,
+        "families": sorted({family(r.language.name), family(r.vision.name)}),
+    }
+
+
+def _static_table(header: list[str], rows: list[tuple[list[str], list[str] | None]], cls: str = "") -> str:
+    """rows: (cells, families or None). Cells are escaped here; a families list makes the row filterable."""
+    head = "".join(f'<th class="t">{html.escape(h)}</th>' for h in header)
+    body = []
+    for cells, fams in rows:
+        attr = f' data-families="{html.escape(" ".join(fams))}"' if fams is not None else ""
+        tds = "".join(
+            f'<td class="{"missing" if c.startswith(MISSING) else ""}">{html.escape(c)}</td>' for c in cells
+        )
+        body.append(f"<tr{attr}>{tds}</tr>")
+    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+
+
+def render(boards: list[Board], records: list[ResultRecord], paper: list[dict[str, Any]], plots: dict[str, Any]) -> str:
+    """The whole page as a string."""
+    data = {
+        "columns": COLUMNS,
+        "boards": [{"id": f"board-{i}", "rows": [_row(row.rank, row.record) for row in b.rows]} for i, b in enumerate(boards)],
+    }
+    # JSON inside <script>: escaping '<' keeps "</script>" or "<!--" in a model name from ending the block.
+    payload = json.dumps(data).replace("<", "\\u003c")
+    families = sorted({f for r in records for f in (family(r.language.name), family(r.vision.name))})
+    options = "".join(f'<option value="{html.escape(f)}">{html.escape(f)}</option>' for f in families)
+    parts = [
+        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">', "<title>platobench leaderboard</title>",
+        f"<style>{_CSS}</style></head><body>", "<h1>platobench leaderboard</h1>",
+        f"<p>{len(records)} result records. Click a column header to sort; "
+        "<code>missing</code> marks a value that was not measured (it sorts last).</p>",
+        f'<label>model family: <select id="family"><option value="">all</option>{options}</select></label>',
+        "<noscript><p>The ranked tables need JavaScript; README.md and leaderboard.csv hold the same data.</p></noscript>",
+    ]
+    for i, b in enumerate(boards):
+        parts += [f"<h2>{html.escape(b.title)}</h2>", f'<p id="board-{i}-count"></p>', f'<table id="board-{i}"></table>']
+        vision = b.vision_models
+        if len(vision) > 1:
+            parts.append(f"<p>Per language model, mean over the {len(vision)} vision models of this board:</p>")
+            parts.append(_static_table(["rank", "language model", *vision, "mean"], [(
+                [str(s["rank"]) if s["rank"] is not None else MISSING, s["language"],
+                 *[fmt(s["scores"][v]) for v in vision],
+                 fmt(s["mean"]) if s["mean"] is not None else f"{MISSING} ({s['present']}/{s['expected']})"],
+                [family(s["language"])],
+            ) for s in language_summary(b)]))
+    settings, rows = overview(records)
+    if len(settings) > 1:
+        parts.append("<h2>Overview: every pair under every setting</h2>")
+        parts.append(_static_table(["language model", "vision model", *settings], [(
+            [r["language"], r["vision"], *[fmt(r["scores"][s]) for s in settings]],
+            sorted({family(r["language"]), family(r["vision"])}),
+        ) for r in rows]))
+    if plots.get("files"):
+        parts.append("<h2>Plots</h2>")
+        parts += [f'<a href="{html.escape(f)}"><img src="{html.escape(f)}" alt="{html.escape(f)}"></a>' for f in plots["files"]]
+        parts += [f"<p>not plotted: {html.escape(n)}</p>" for n in plots.get("notes", [])]
+    parts += [
+        "<h2>Reported by papers (not measured here)</h2>",
+        "<p>Copied from the papers cited below for comparison only: other code, data and model versions. "
+        "These are <strong>not</strong> platobench measurements and never enter the ranked tables.</p>",
+        _static_table(["source", "language model", "vision model", "metric", "value", "note"], [(
+            [p["source"], p["language"], p["vision"], p["metric"], f"{p['value']:.3f}", p.get("note", "")], None,
+        ) for p in paper], cls="paper"),
+        "<ul>" + "".join(f"<li>{html.escape(c)}</li>" for c in dict.fromkeys(p["citation"] for p in paper)) + "</ul>",
+        f'<script type="application/json" id="pb-data">{payload}</script>',
+        f"<script>{_JS}</script>", "</body></html>",
+    ]
+    return "\n".join(parts) + "\n"

@@ -1,0 +1,141 @@
+"""Leaderboard plots (matplotlib, Agg backend through `Figure` — no display, no pyplot state).
+
+- `heatmap`: a record's layer x layer score grid (language layers on y, vision layers on x), chosen pair marked.
+- `size_plot`: alignment against language-model size, one line per vision model — the PRH figure
+  (Huh et al. 2024, Fig. 3: bigger/better language models align more with vision models).
+- `llm_vs_jepa`: LLMs (kind causal_lm) and text JEPAs (kind text_jepa) side by side, per vision model
+  (the comparison of Balestriero & LeCun's JEPA follow-up to PRH).
+Every function writes one PNG and returns why something was left out, so nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from platobench.bench.results import ResultRecord
+
+if TYPE_CHECKING:
+    from platobench.bench.leaderboard import Board
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "._-" else "-" for c in text.replace("/", "--"))
+
+
+def _save(fig: Figure, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100, format="png")
+
+
+def heatmap(record: ResultRecord, path: Path) -> None:
+    """Plot `record.grid` ([L_language][L_vision]) with the chosen layers marked (record.grid must be set)."""
+    grid = np.asarray(record.grid, dtype=float)
+    fig = Figure(figsize=(1.8 + 0.28 * grid.shape[1], 1.4 + 0.22 * grid.shape[0]), layout="constrained")
+    ax = fig.subplots()
+    cmap = "viridis" if record.metric.higher_is_better else "viridis_r"
+    im = ax.imshow(grid, origin="lower", aspect="auto", cmap=cmap, interpolation="nearest")
+    fig.colorbar(im, ax=ax, label=record.metric.id)
+    if record.layers is not None:
+        ax.plot(record.layers[1], record.layers[0], marker="*", color="red", markersize=12, linestyle="none",
+                label=f"{record.metric.selection}: {record.score:.3f}")
+        ax.legend(loc="upper left", fontsize=7, framealpha=0.8)
+    ax.set_xlabel(f"{record.vision.name} layer")
+    ax.set_ylabel(f"{record.language.name} layer")
+    ax.set_title(f"{record.setting} (n={record.dataset.n})", fontsize=9)
+    _save(fig, path)
+
+
+def size_plot(records: list[ResultRecord], path: Path) -> tuple[bool, list[str]]:
+    """Score against language-model parameters (log x), one line per vision model. Returns (written, names
+    of language models left out because their record has no parameter count or no finite score); writes
+    nothing when no point remains."""
+    by_vision: dict[str, list[tuple[float, float, str]]] = {}
+    left_out = sorted({r.language.name for r in records if r.language.params_m is None or not np.isfinite(r.score)})
+    for r in records:
+        if r.language.params_m is not None and np.isfinite(r.score):
+            by_vision.setdefault(r.vision.name, []).append((r.language.params_m, r.score, r.language.name))
+    if not by_vision:
+        return False, left_out
+    fig = Figure(figsize=(7, 4.5), layout="constrained")
+    ax = fig.subplots()
+    for vision, points in sorted(by_vision.items()):
+        points.sort()
+        xs, ys = [p[0] for p in points], [p[1] for p in points]
+        ax.plot(xs, ys, marker="o", label=vision)
+        for x, y, name in points:
+            ax.annotate(name.split("/", 1)[1], (x, y), fontsize=6, xytext=(3, 3), textcoords="offset points")
+    ax.set_xscale("log")
+    ax.set_xlabel("language model parameters (millions, log scale)")
+    first = records[0]
+    ax.set_ylabel(f"{first.metric.id} ({'higher' if first.metric.higher_is_better else 'lower'} is better)")
+    ax.set_title(f"alignment vs language-model size — {first.setting} (n={first.dataset.n})", fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, title="vision model", title_fontsize=7)
+    _save(fig, path)
+    return True, left_out
+
+
+def llm_vs_jepa(records: list[ResultRecord], path: Path) -> bool:
+    """Two panels side by side — LLMs (causal_lm) and text JEPAs (text_jepa) — with one bar per language
+    model and vision model, on a shared y axis. Writes nothing and returns False unless both kinds are present."""
+    panels = {
+        "LLMs (causal_lm)": [r for r in records if r.language.kind == "causal_lm" and np.isfinite(r.score)],
+        "text JEPAs (text_jepa)": [r for r in records if r.language.kind == "text_jepa" and np.isfinite(r.score)],
+    }
+    if not all(panels.values()):
+        return False
+    vision = sorted({r.vision.name for rs in panels.values() for r in rs})
+    widths = [len({r.language.name for r in rs}) for rs in panels.values()]
+    fig = Figure(figsize=(3 + 1.1 * sum(widths), 4.5), layout="constrained")
+    axes = fig.subplots(1, 2, sharey=True, width_ratios=widths)
+    bar = 0.8 / len(vision)
+    for ax, (title, rs) in zip(axes, panels.items()):
+        langs = sorted({r.language.name for r in rs}, key=lambda n: next(
+            (r.language.params_m or 0.0) for r in rs if r.language.name == n))
+        scores = {(r.language.name, r.vision.name): r.score for r in rs}
+        for j, v in enumerate(vision):
+            xs = [i + j * bar for i, lang in enumerate(langs) if (lang, v) in scores]
+            ys = [scores[(lang, v)] for lang in langs if (lang, v) in scores]
+            ax.bar(xs, ys, width=bar, label=v, color=f"C{j}")
+        ax.set_xticks([i + bar * (len(vision) - 1) / 2 for i in range(len(langs))])
+        ax.set_xticklabels([n.split("/", 1)[1] for n in langs], rotation=30, ha="right", fontsize=7)
+        ax.set_title(title, fontsize=9)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].set_ylabel(records[0].metric.id)
+    axes[1].legend(fontsize=7, title="vision model", title_fontsize=7)
+    fig.suptitle(f"LLM vs text JEPA — {records[0].setting} (n={records[0].dataset.n})", fontsize=9)
+    _save(fig, path)
+    return True
+
+
+def plot_all(boards: list[Board], out_dir: Path) -> dict[str, Any]:
+    """Every plot of the leaderboard under out_dir/plots. Returns {"files": paths relative to out_dir,
+    "notes": what was not plotted and why}."""
+    files: list[str] = []
+    notes: list[str] = []
+    for board in boards:
+        records = [row.record for row in board.rows]
+        key = _slug(board.key)
+        for r in records:
+            if not r.grid:
+                notes.append(f"{board.key}: {r.pair_id} has no layer grid (no heatmap)")
+                continue
+            rel = f"plots/heatmaps/{key}/{_slug(r.pair_id)}.png"
+            heatmap(r, out_dir / rel)
+            files.append(rel)
+        rel = f"plots/size_{key}.png"
+        written, left_out = size_plot(records, out_dir / rel)
+        if written:
+            files.append(rel)
+        if left_out:
+            notes.append(f"{board.key}: size plot leaves out {', '.join(left_out)} (no parameter count or no score)")
+        rel = f"plots/llm_vs_jepa_{key}.png"
+        if llm_vs_jepa(records, out_dir / rel):
+            files.append(rel)
+        else:
+            notes.append(f"{board.key}: no LLM vs text-JEPA plot (needs records of both a causal_lm and a text_jepa)")
+    return {"files": files, "notes": notes}
