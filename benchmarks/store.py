@@ -67,13 +67,17 @@ def bench_shape(layers: int, width: int, repeats: int, tmp: Path) -> dict[str, f
         return torch.load(tmp / "baseline.pt")["feats"]
 
     return {
-        "write": median_time(write_store, repeats), "write_base": median_time(write_baseline, repeats),
-        "read": median_time(read_store, repeats), "read_base": median_time(read_baseline, repeats),
+        "write": median_time(write_store, repeats),
+        "write_base": median_time(write_baseline, repeats),
+        "read": median_time(read_store, repeats),
+        "read_base": median_time(read_baseline, repeats),
     }
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     print(f"N={N}, chunks of {CHUNK}, float32; {os.cpu_count()} CPUs; median of {args.repeats}\n")
@@ -82,10 +86,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for name, (layers, width) in SHAPES.items():
             r = bench_shape(layers, width, args.repeats, Path(tmp))
-            print(f"| {name} | write (chunked, fsync, sha256) | {r['write']:.3f} | {r['write_base']:.3f} | "
-                  f"{r['write_base'] / r['write']:.2f} |")
-            print(f"| {name} | warm read, all layers | {r['read']:.3f} | {r['read_base']:.3f} | "
-                  f"{r['read_base'] / r['read']:.2f} |")
+            print(
+                f"| {name} | write (chunked, fsync, sha256) | {r['write']:.3f} | {r['write_base']:.3f} | "
+                f"{r['write_base'] / r['write']:.2f} |"
+            )
+            print(
+                f"| {name} | warm read, all layers | {r['read']:.3f} | {r['read_base']:.3f} | "
+                f"{r['read_base'] / r['read']:.2f} |"
+            )
         if (openclipart.DEFAULT_ROOT / "svg").is_dir():
             os.environ["PLATOBENCH_HOME"] = tmp
             openclipart.catalogue.cache_clear()
@@ -98,7 +106,9 @@ def main() -> None:
                 openclipart.catalogue()
 
             hot = median_time(warm, args.repeats)
-            print(f"| openclipart catalogue | cached JSON vs SVG parse | {hot:.3f} | {cold:.3f} | {cold / hot:.1f} |")
+            print(
+                f"| openclipart catalogue | cached JSON vs SVG parse | {hot:.3f} | {cold:.3f} | {cold / hot:.1f} |"
+            )
 
 
 if __name__ == "__main__":

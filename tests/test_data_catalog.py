@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import pickle
 import struct
 from pathlib import Path
 
@@ -35,8 +36,19 @@ def blank(i: int) -> Image.Image:
 
 def test_catalogue_names_and_kinds():
     infos = {i.name: i for i in list_datasets()}
-    assert {"openclipart-1024", "openclipart-desc", "wit-1024", "coco-captions", "flickr30k", "fashion-mnist",
-            "openclipart-categories", "imagenet-100", "cifar-10", "cifar-100", "cinic-10"} <= set(infos)
+    assert {
+        "openclipart-1024",
+        "openclipart-desc",
+        "wit-1024",
+        "coco-captions",
+        "flickr30k",
+        "fashion-mnist",
+        "openclipart-categories",
+        "imagenet-100",
+        "cifar-10",
+        "cifar-100",
+        "cinic-10",
+    } <= set(infos)
     assert infos["wit-1024"].source == "hub:minhuh/prh" and infos["wit-1024"].revision == "wit_1024"
     assert infos["openclipart-1024"].offline and not infos["wit-1024"].offline
     assert infos["fashion-mnist"].kind == "class" and infos["coco-captions"].kind == "paired"
@@ -123,6 +135,7 @@ def test_idx_reader_roundtrip_and_truncation(tmp_path):
     ds = fashion_mnist.fashion_mnist("fm", ["a photo of a {}."], root=tmp_path)
     assert ds.labels == [2, 0, 9] and ds.ids == ["test/00000", "test/00001", "test/00002"]
     assert np.array_equal(np.asarray(ds.image(1))[..., 0], images[1])
+    assert np.array_equal(np.asarray(pickle.loads(pickle.dumps(ds)).image(2))[..., 1], images[2])
     write_idx(tmp_path / "bad.gz", images, truncate=10)
     with pytest.raises(ValueError, match="truncated"):
         fashion_mnist.read_idx(tmp_path / "bad.gz")
@@ -130,11 +143,19 @@ def test_idx_reader_roundtrip_and_truncation(tmp_path):
         fashion_mnist.fashion_mnist("fm", ["{}"], root=tmp_path / "missing")
 
 
-@pytest.mark.skipif(not fashion_mnist.DEFAULT_ROOT.is_dir(), reason="Debian dataset-fashion-mnist not installed")
+@pytest.mark.skipif(
+    not fashion_mnist.DEFAULT_ROOT.is_dir(), reason="Debian dataset-fashion-mnist not installed"
+)
 def test_real_fashion_mnist():
     ds = get_dataset("fashion-mnist")
     assert len(ds) == 10_000 and len(ds.class_names) == 10
-    assert ds.labels[:5] == [9, 2, 1, 1, 6]  # the published first test labels: ankle boot, pullover, trouser x2, shirt
+    assert ds.labels[:5] == [
+        9,
+        2,
+        1,
+        1,
+        6,
+    ]  # the published first test labels: ankle boot, pullover, trouser x2, shirt
     assert np.bincount(ds.labels).tolist() == [1000] * 10
     assert ds.image(0).size == (28, 28) and ds.image(0).mode == "RGB"
     assert get_dataset("fashion-mnist", limit=7).ids == ds.ids[:7]
@@ -143,7 +164,11 @@ def test_real_fashion_mnist():
 def test_imagenet100_classes():
     classes = imagenet100()
     assert len(set(classes.wnids)) == 100 and len(set(classes.in1k_labels)) == 100
-    assert classes.wnids[0] == "n02869837" and classes.in1k_labels[0] == 452 and classes.names[0] == "poke bonnet"
+    assert (
+        classes.wnids[0] == "n02869837"
+        and classes.in1k_labels[0] == 452
+        and classes.names[0] == "poke bonnet"
+    )
 
 
 @pytest.mark.skipif(not wordnet.DEFAULT_DIR.is_dir(), reason="Debian wordnet-base not installed")
@@ -162,11 +187,15 @@ def local_hub(tmp_path, monkeypatch):
     """A parquet folder shaped like a hub dataset (datasets' cache redirected into tmp)."""
     datasets = pytest.importorskip("datasets")
     monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "hf-cache")
-    features = datasets.Features({
-        "image": datasets.Image(), "caption": datasets.Sequence(datasets.Value("string")),
-        "img_id": datasets.Value("string"), "split": datasets.Value("string"),
-        "label": datasets.ClassLabel(names=["x", "y", "z"]),
-    })
+    features = datasets.Features(
+        {
+            "image": datasets.Image(),
+            "caption": datasets.Sequence(datasets.Value("string")),
+            "img_id": datasets.Value("string"),
+            "split": datasets.Value("string"),
+            "label": datasets.ClassLabel(names=["x", "y", "z"]),
+        }
+    )
     rows = {
         "image": [Image.new("RGB", (4, 4), (i * 40, 0, 0)) for i in range(5)],
         "caption": [[f"cap {i} a", f"cap {i} b"] for i in range(5)],
@@ -176,16 +205,26 @@ def local_hub(tmp_path, monkeypatch):
     }
     folder = tmp_path / "repo"
     (folder / "data").mkdir(parents=True)
-    datasets.Dataset.from_dict(rows, features=features).to_parquet(str(folder / "data" / "test-00000-of-00001.parquet"))
+    datasets.Dataset.from_dict(rows, features=features).to_parquet(
+        str(folder / "data" / "test-00000-of-00001.parquet")
+    )
     return str(folder)
 
 
 def test_hub_paired_columns_ids_and_filter(local_hub):
-    spec = hub.HubSpec(local_hub, "main", "test", image="image", captions="caption", id_columns=("nope", "img_id"),
-                       where=("split", "test"))
+    spec = hub.HubSpec(
+        local_hub,
+        "main",
+        "test",
+        image="image",
+        captions="caption",
+        id_columns=("nope", "img_id"),
+        where=("split", "test"),
+    )
     ds = hub.paired("t", spec)
     assert ds.ids == ["id0", "id2", "id3"] and ds.captions(1) == ["cap 0 b", "cap 2 b", "cap 3 b"]
     assert ds.image(1).getpixel((0, 0)) == (80, 0, 0)
+    assert pickle.loads(pickle.dumps(ds)).image(1).getpixel((0, 0)) == (80, 0, 0)
     assert hub.paired("t", spec, limit=2).ids == ["id0", "id2"]
     with pytest.raises(UserError, match="has no column 'text'"):
         hub.paired("t", hub.HubSpec(local_hub, "main", "test", image="image", captions="text"))
@@ -223,7 +262,9 @@ def test_cli_data_list_and_show(capsys):
     assert "expected KEY=VALUE" in capsys.readouterr().err
 
 
-@pytest.mark.skipif(not fashion_mnist.DEFAULT_ROOT.is_dir(), reason="Debian dataset-fashion-mnist not installed")
+@pytest.mark.skipif(
+    not fashion_mnist.DEFAULT_ROOT.is_dir(), reason="Debian dataset-fashion-mnist not installed"
+)
 def test_cli_data_show_json(capsys):
     assert main(["data", "show", "fashion-mnist", "--limit", "4", "--samples", "2", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)

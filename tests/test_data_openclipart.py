@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import pickle
 from pathlib import Path
 
 import pytest
@@ -68,8 +69,14 @@ def test_malformed_svg_has_no_metadata(tmp_path):
 def make_tree(root: Path) -> None:
     """A small openclipart-like tree: 3 categories, a symlinked duplicate, an oversized PNG, an untitled one."""
     for i, (category, title, desc) in enumerate(
-        [("animals", "owl", "an owl at night"), ("animals", "cat", ""), ("food", "apple", ""),
-         ("food", "pear", "a green pear"), ("tools", "hammer", ""), ("tools", "saw", "")]
+        [
+            ("animals", "owl", "an owl at night"),
+            ("animals", "cat", ""),
+            ("food", "apple", ""),
+            ("food", "pear", "a green pear"),
+            ("tools", "hammer", ""),
+            ("tools", "saw", ""),
+        ]
     ):
         png = root / "png" / category / f"{title}.png"
         png.parent.mkdir(parents=True, exist_ok=True)
@@ -87,7 +94,14 @@ def make_tree(root: Path) -> None:
 def test_catalogue_rules(tmp_path):
     make_tree(tmp_path)
     clips = openclipart.catalogue(tmp_path, 4000)
-    assert [c.id for c in clips] == ["animals/cat", "animals/owl", "food/apple", "food/pear", "tools/hammer", "tools/saw"]
+    assert [c.id for c in clips] == [
+        "animals/cat",
+        "animals/owl",
+        "food/apple",
+        "food/pear",
+        "tools/hammer",
+        "tools/saw",
+    ]
     assert {c.id: c.category for c in clips}["animals/owl"] == "animals"
     assert {c.id: c.description for c in clips}["food/pear"] == "a green pear"
 
@@ -98,7 +112,10 @@ def test_paired_build_is_deterministic_and_seeded(tmp_path):
     openclipart.catalogue.cache_clear()
     b = openclipart.paired("oc", n=None, root=tmp_path, max_bytes=4000)
     assert a.ids == b.ids and a.fingerprint == b.fingerprint
-    others = {tuple(openclipart.paired("oc", n=None, seed=s, root=tmp_path, max_bytes=4000).ids) for s in range(1, 8)}
+    others = {
+        tuple(openclipart.paired("oc", n=None, seed=s, root=tmp_path, max_bytes=4000).ids)
+        for s in range(1, 8)
+    }
     assert len(others | {tuple(a.ids)}) > 1  # the seed changes the order
     assert sorted(a.ids) == sorted(b.ids)
     first3 = openclipart.paired("oc", n=3, root=tmp_path, max_bytes=4000)
@@ -107,6 +124,8 @@ def test_paired_build_is_deterministic_and_seeded(tmp_path):
     assert a.caption_views(owl) == ["owl", "an owl at night"]
     image = a.image(owl)
     assert image.mode == "RGB" and image.size == (8, 8)
+    copy = pickle.loads(pickle.dumps(a))  # DataLoader workers may pickle the dataset
+    assert copy.ids == a.ids and copy.image(owl).tobytes() == image.tobytes()
 
 
 def test_description_set_keeps_only_described_clips(tmp_path):
@@ -124,7 +143,9 @@ def test_asking_for_more_images_than_qualify_is_an_error(tmp_path):
 
 def test_categories_class_set(tmp_path):
     make_tree(tmp_path)
-    c = openclipart.categories("cats", ["clip art of {}."], min_per_class=2, per_class=1, root=tmp_path, max_bytes=4000)
+    c = openclipart.categories(
+        "cats", ["clip art of {}."], min_per_class=2, per_class=1, root=tmp_path, max_bytes=4000
+    )
     assert c.class_names == ["animals", "food", "tools"]
     assert sorted(c.labels) == [0, 1, 2]
     assert c.prompts(1) == ["clip art of food."]

@@ -41,7 +41,8 @@ def scene_corpus() -> CaptionCorpus:
 
 
 def config(**changes) -> TrainConfig:
-    base = dict(size="micro", views=parse_views("good"), steps=40, batch_size=32, lr=3e-3, eval_pairs=64, log_every=20)
+    base = {"size": "micro", "views": parse_views("good"), "steps": 40, "batch_size": 32, "lr": 3e-3, "eval_pairs": 64,
+            "log_every": 20}
     return TrainConfig(**{**base, **changes})
 
 
@@ -63,11 +64,11 @@ def test_split_is_by_id_hash_and_keeps_only_samples_with_two_captions():
     assert all(is_heldout(corpus.ids[i], 0.2) for i in heldout_idx)
     assert not is_heldout("x", 0.0) and is_heldout("x", 1.0)
     corpus.views[0] = ["only one caption"]
-    assert 0 not in sum(split(corpus, 0.2), [])
+    assert 0 not in split(corpus, 0.2)[0] + split(corpus, 0.2)[1]
 
 
 def test_loss_decreases_and_features_do_not_collapse(trained):
-    _, cfg, result = trained
+    _, _, result = trained
     assert result.final_loss < 0.8 * result.initial_loss
     # Floor: a collapsed encoder has effective rank ~1; the micro encoder's 32-d features stay above 4.
     assert result.effective_rank > 4.0

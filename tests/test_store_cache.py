@@ -29,17 +29,28 @@ WIDTHS = (5, 3, 8)
 
 
 def key_for(ids=IDS, **over) -> FeatureKey:
-    fields = {"model": "demo/tiny", "model_revision": "abc", "dtype": "float32", "pooling": "mean",
-              "layers": LAYERS, "dataset": "toy", "dataset_revision": "r1", "ids_hash": ids_hash(ids),
-              "prompt": "caption:0", "extractor_version": "1"}
+    fields = {
+        "model": "demo/tiny",
+        "model_revision": "abc",
+        "dtype": "float32",
+        "pooling": "mean",
+        "layers": LAYERS,
+        "dataset": "toy",
+        "dataset_revision": "r1",
+        "ids_hash": ids_hash(ids),
+        "prompt": "caption:0",
+        "extractor_version": "1",
+    }
     fields.update(over)
     return FeatureKey(**fields)
 
 
 def features(n: int = len(IDS)) -> list[torch.Tensor]:
     """Deterministic features per layer, [n, D_l] (the same in every process)."""
-    return [torch.sin(torch.arange(n * w, dtype=torch.float64).reshape(n, w) * (l + 1) / 7).float()
-            for l, w in zip(LAYERS, WIDTHS)]
+    return [
+        torch.sin(torch.arange(n * w, dtype=torch.float64).reshape(n, w) * (l + 1) / 7).float()
+        for l, w in zip(LAYERS, WIDTHS)
+    ]
 
 
 def write_all(store: FeatureStore, key: FeatureKey, chunk: int = 5):
@@ -59,9 +70,19 @@ def layer_hashes(entry) -> list[str]:
 
 @pytest.mark.parametrize(
     "field,value",
-    [("model", "other"), ("model_revision", "def"), ("dtype", "bfloat16"), ("pooling", "last"), ("layers", (0, 4)),
-     ("dataset", "toy2"), ("dataset_revision", "r2"), ("ids_hash", ids_hash(IDS[::-1])), ("prompt", "caption:1"),
-     ("extractor_version", "2"), ("stored_dtype", "float16")],
+    [
+        ("model", "other"),
+        ("model_revision", "def"),
+        ("dtype", "bfloat16"),
+        ("pooling", "last"),
+        ("layers", (0, 4)),
+        ("dataset", "toy2"),
+        ("dataset_revision", "r2"),
+        ("ids_hash", ids_hash(IDS[::-1])),
+        ("prompt", "caption:1"),
+        ("extractor_version", "2"),
+        ("stored_dtype", "float16"),
+    ],
 )
 def test_every_key_field_changes_the_digest(field, value):
     assert key_for().digest() != key_for(**{field: value}).digest()
@@ -74,8 +95,16 @@ def test_key_validation_and_for_dataset():
     with pytest.raises(ValueError, match="model"):
         key_for(model="")
     ds = PairedDataset("toy", "r1", IDS, [["c"]] * len(IDS), lambda i: None)
-    key = FeatureKey.for_dataset(ds, model="demo/tiny", model_revision="abc", dtype="float32", pooling="mean",
-                                 layers=list(LAYERS), prompt="caption:0", extractor_version="1")
+    key = FeatureKey.for_dataset(
+        ds,
+        model="demo/tiny",
+        model_revision="abc",
+        dtype="float32",
+        pooling="mean",
+        layers=list(LAYERS),
+        prompt="caption:0",
+        extractor_version="1",
+    )
     assert key == key_for()
 
 
@@ -172,7 +201,9 @@ def test_kill_9_mid_write_then_resume_equals_uninterrupted(tmp_path, mode):
     reference = write_all(FeatureStore(tmp_path / "ref"), key_for(), chunk=4)
     root = tmp_path / "killed"
     code = CHILD.format(tests=str(Path(__file__).parent))
-    proc = subprocess.Popen([sys.executable, "-c", code, mode, "3", str(root)], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, mode, "3", str(root)], stdout=subprocess.PIPE, text=True
+    )
     if mode == "outside":
         assert proc.stdout.readline().strip() == "READY"
         os.kill(proc.pid, signal.SIGKILL)
@@ -256,8 +287,10 @@ WRITER = textwrap.dedent(
 
 def test_two_processes_writing_the_same_entry_do_not_corrupt_it(tmp_path):
     code = WRITER.format(tests=str(Path(__file__).parent))
-    procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE, text=True)
-             for _ in range(2)]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
     outs = [p.communicate(timeout=300)[0].strip() for p in procs]
     assert [p.returncode for p in procs] == [0, 0]
     reference = write_all(FeatureStore(tmp_path / "ref"), key_for())
@@ -289,7 +322,9 @@ def test_check_same_samples(tmp_path):
     with store.writer(key_for(shuffled, model="demo/other"), shuffled, LAYERS, WIDTHS) as w:
         w.write_chunk(0, X)
         c = w.finalize()
-    with pytest.raises(SampleMismatchError, match=r"sample 0 is 'img/000' vs 'img/001' \(same samples, different"):
+    with pytest.raises(
+        SampleMismatchError, match=r"sample 0 is 'img/000' vs 'img/001' \(same samples, different"
+    ):
         check_same_samples(a, c)
     short = IDS[:10]
     with store.writer(key_for(short), short, LAYERS, WIDTHS) as w:
@@ -315,7 +350,10 @@ def test_cache_cli_ls_verify_rm(tmp_path, capsys):
     assert main(["cache", "ls", *root, "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
     assert sorted((e["key"]["model"], e["state"], e["rows_done"]) for e in listed) == [
-        ("demo/other", "complete", 23), ("demo/partial", "partial", 4), ("demo/tiny", "complete", 23)]
+        ("demo/other", "complete", 23),
+        ("demo/partial", "partial", 4),
+        ("demo/tiny", "complete", 23),
+    ]
     assert main(["cache", "ls", *root, "--model", "demo/t*"]) == 0
     out = capsys.readouterr().out
     assert "demo/tiny" in out and "demo/other" not in out

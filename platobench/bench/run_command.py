@@ -12,11 +12,12 @@ from platobench.bench.pairs import resolve_pairs
 from platobench.bench.runner import Job, RunOptions, execute, plan_rows
 from platobench.bench.scoring import score_paired
 from platobench.bench.settings import Catalog
+from platobench.bench.zeroshot_scoring import score_zeroshot
 from platobench.errors import UserError
 from platobench.features.store import FeatureStore
 from platobench.zoo import add_zoo_option, zoo_from_args
 
-SCORERS = {"paired": score_paired}
+SCORERS = {"paired": score_paired, "zeroshot": score_zeroshot}
 
 
 def add_catalog_options(p: argparse.ArgumentParser) -> None:

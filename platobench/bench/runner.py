@@ -12,6 +12,7 @@ from tqdm.auto import tqdm
 
 from platobench.bench.results import DatasetRef, ResultRecord, load_record, record_path, write_record
 from platobench.bench.settings import Setting
+from platobench.bench.zeroshot_inputs import zeroshot_inputs
 from platobench.data import get_dataset
 from platobench.errors import UserError
 from platobench.features.extract import extract, feature_key
@@ -56,23 +57,69 @@ def estimate_gpu_gib(spec: ModelSpec) -> float | None:
     return round(spec.params_m * 1e6 * 2 * 1.2 / 2**30, 1)
 
 
+@dataclass(frozen=True)
+class JobInputs:
+    """What a job extracts. The text model reads `texts` (None: the captions `text_prompt` selects) of
+    `text_data`; the vision model reads the images of `image_data`. `paired`: the two entries hold the
+    same samples row by row (checked). `scorer_kwargs`: extra keyword arguments of the kind's scorer."""
+
+    text_data: Any
+    text_prompt: str
+    texts: list[str] | None
+    image_data: Any
+    paired: bool
+    scorer_kwargs: dict[str, Any]
+
+    def of(self, spec: ModelSpec) -> tuple[Any, str, list[str] | None]:
+        """(dataset, prompt, texts) that `spec` is extracted on."""
+        if spec.modality == "text":
+            return self.text_data, self.text_prompt, self.texts
+        return self.image_data, "image", None
+
+
+def job_inputs(setting: Setting, limit: int | None, cache: dict[Any, JobInputs | Exception]) -> JobInputs:
+    """The inputs of `setting` (memoised in `cache`, failures included). Paired: the dataset's images and
+    caption `caption_index`. Zero-shot: the class dataset's images and its class prompts."""
+    k: Any = (setting.kind, setting.dataset, setting.caption_index)
+    if setting.kind == "zeroshot":
+        k = (setting.kind, setting.dataset, tuple(sorted((o, repr(v)) for o, v in setting.options.items())))
+    if k not in cache:
+        try:
+            if setting.kind == "zeroshot":
+                ds, prompts = zeroshot_inputs(setting, limit)
+                cache[k] = JobInputs(prompts, prompts.prompt, prompts.texts, ds, False,
+                                     {"labels": ds.labels, "prompts": prompts})
+            else:
+                ds = get_dataset(setting.dataset, limit=limit)
+                cache[k] = JobInputs(ds, f"caption:{setting.caption_index}", None, ds, True, {})
+        except Exception as exc:  # one unavailable dataset must not stop the others
+            cache[k] = exc
+    got = cache[k]
+    if isinstance(got, UserError):
+        raise got
+    if isinstance(got, Exception):
+        raise RuntimeError(f"inputs of setting {setting.id} (dataset {setting.dataset}): {got}") from got
+    return got
+
+
 def plan_rows(jobs: list[Job], opts: RunOptions, store: FeatureStore) -> list[dict[str, Any]]:
     """One row per (model, dataset) extraction the jobs need: name, dataset, params, GPU GiB, cached."""
-    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    rows: dict[tuple[str, str, str], dict[str, Any]] = {}
+    cache: dict[Any, JobInputs | Exception] = {}
     dev = resolve_device(opts.device)
     for job in jobs:
         for spec in (job.language, job.vision):
-            k = (spec.name, job.setting.dataset)
+            try:
+                data, prompt, _ = job_inputs(job.setting, opts.limit, cache).of(spec)
+                k = (spec.name, data.fingerprint, prompt)
+                cached: Any = store.get(feature_key(spec, data, prompt=prompt, device=dev)) is not None
+                dataset = data.name
+            except (UserError, RuntimeError) as exc:
+                k, cached, dataset = (spec.name, job.setting.dataset, "?"), f"unavailable: {exc}", job.setting.dataset
             if k in rows:
                 continue
-            try:
-                ds = get_dataset(job.setting.dataset, limit=opts.limit)
-                prompt = f"caption:{job.setting.caption_index}"
-                cached: Any = store.get(feature_key(spec, ds, prompt=prompt if spec.modality == "text" else "image", device=dev)) is not None
-            except UserError as exc:
-                cached = f"unavailable: {exc}"
             rows[k] = {
-                "model": spec.name, "dataset": job.setting.dataset, "params_m": spec.params_m,
+                "model": spec.name, "dataset": dataset, "params_m": spec.params_m,
                 "est_gpu_gib": estimate_gpu_gib(spec), "cached": cached,
             }
     return list(rows.values())
@@ -97,24 +144,22 @@ def execute(
     """Run every job; errors are caught per model and per pair and reported in the summary."""
     summary = RunSummary()
     entries: dict[tuple[str, str, str], FeatureEntry | Exception] = {}
-    datasets: dict[str, Any] = {}
+    inputs_cache: dict[Any, JobInputs | Exception] = {}
 
-    def features(spec: ModelSpec, setting: Setting) -> FeatureEntry:
-        prompt = f"caption:{setting.caption_index}" if spec.modality == "text" else "image"
-        k = (spec.name, setting.dataset, prompt)
+    def features(spec: ModelSpec, inputs: JobInputs) -> FeatureEntry:
+        data, prompt, texts = inputs.of(spec)
+        k = (spec.name, data.fingerprint, prompt)
         if k not in entries:
             try:
-                if setting.dataset not in datasets:
-                    datasets[setting.dataset] = get_dataset(setting.dataset, limit=opts.limit)
                 entries[k], _ = extract(
-                    spec, datasets[setting.dataset], store=store, prompt=prompt, device=opts.device,
+                    spec, data, store=store, prompt=prompt, texts=texts, device=opts.device,
                     batch_size=opts.batch_size, num_workers=opts.workers, progress=opts.progress,
                 )
             except Exception as exc:  # one model failing must not stop the others
                 entries[k] = exc
         got = entries[k]
         if isinstance(got, Exception):
-            raise RuntimeError(f"features of {spec.name} on {setting.dataset}: {got}") from got
+            raise RuntimeError(f"features of {spec.name} on {data.name}: {got}") from got
         return got
 
     bar = tqdm(jobs, desc="pairs x settings", unit="job", disable=not opts.progress, dynamic_ncols=True)
@@ -128,9 +173,11 @@ def execute(
             if opts.skip_existing and path.is_file():
                 summary.up_to_date.append(label)
                 continue
-            a, b = features(job.language, job.setting), features(job.vision, job.setting)
-            check_same_samples(a, b)
-            ds = datasets[job.setting.dataset]
+            job_in = job_inputs(job.setting, opts.limit, inputs_cache)
+            a, b = features(job.language, job_in), features(job.vision, job_in)
+            if job_in.paired:
+                check_same_samples(a, b)
+            ds = job_in.image_data
             inputs = {"language": a.digest, "vision": b.digest}
             if not opts.force and _up_to_date(path, inputs, job.setting):
                 summary.up_to_date.append(label)
@@ -138,7 +185,7 @@ def execute(
             record = scorers[job.setting.kind](
                 job.setting, job.language, job.vision, list(a.layers), list(b.layers),
                 DatasetRef(name=ds.name, revision=ds.revision, n=len(ds), fingerprint=ds.fingerprint),
-                inputs=inputs, revisions=(a.key["model_revision"], b.key["model_revision"]),
+                inputs=inputs, revisions=(a.key["model_revision"], b.key["model_revision"]), **job_in.scorer_kwargs,
             )
             record.extra["setting_config"] = job.setting.model_dump(mode="json")
             summary.written.append(str(write_record(opts.out, record)))

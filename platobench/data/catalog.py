@@ -22,12 +22,21 @@ Dataset = PairedDataset | ClassDataset
 
 WIT_1024 = hub.HubSpec("minhuh/prh", "wit_1024", "train", image="image", captions="text")
 COCO = hub.HubSpec(
-    "nlphuji/mscoco_2014_5k_test_image_text_retrieval", "main", "test", image="image", captions="caption",
+    "nlphuji/mscoco_2014_5k_test_image_text_retrieval",
+    "main",
+    "test",
+    image="image",
+    captions="caption",
     id_columns=("cocoid", "image_id", "imgid", "filename"),
 )
 FLICKR30K = hub.HubSpec(
-    "nlphuji/flickr30k", "main", "test", image="image", captions="caption",
-    id_columns=("img_id", "filename"), where=("split", "test"),
+    "nlphuji/flickr30k",
+    "main",
+    "test",
+    image="image",
+    captions="caption",
+    id_columns=("img_id", "filename"),
+    where=("split", "test"),
 )
 CIFAR10 = hub.HubSpec("uoft-cs/cifar10", "main", "test", image="img", label="label")
 CIFAR100 = hub.HubSpec("uoft-cs/cifar100", "main", "test", image="img", label="fine_label")
@@ -44,13 +53,16 @@ class Entry:
 def _openclipart_paired(n: int | None, with_description: bool = False):
     def build(name: str, limit: int | None, seed: int = 0, max_bytes: int = openclipart.MAX_BYTES):
         size = limit if n is None or (limit is not None and limit < n) else n
-        return openclipart.paired(name, n=size, with_description=with_description, seed=seed, max_bytes=max_bytes)
+        return openclipart.paired(
+            name, n=size, with_description=with_description, seed=seed, max_bytes=max_bytes
+        )
 
     return build
 
 
-def _openclipart_categories(name: str, limit: int | None, templates: str = "openclipart", seed: int = 0,
-                            per_class: int = 100):
+def _openclipart_categories(
+    name: str, limit: int | None, templates: str = "openclipart", seed: int = 0, per_class: int = 100
+):
     return openclipart.categories(name, get_templates(templates), seed=seed, per_class=per_class, limit=limit)
 
 
@@ -72,13 +84,20 @@ def _hub_classes(spec: hub.HubSpec, default_templates: str):
     return build
 
 
-def _imagenet100(name: str, limit: int | None, templates: str = "openai-imagenet", descriptions: str = "none"):
+def _imagenet100(
+    name: str, limit: int | None, templates: str = "openai-imagenet", descriptions: str = "none"
+):
     if descriptions not in ("none", "wordnet"):
         raise UserError(f"descriptions={descriptions!r} for {name!r}: expected 'none' or 'wordnet'")
     classes = imagenet100()
     return hub.classes(
-        name, IMAGENET_VAL, get_templates(templates), keep_labels=classes.in1k_labels, class_names=classes.names,
-        class_descriptions=classes.glosses() if descriptions == "wordnet" else None, limit=limit,
+        name,
+        IMAGENET_VAL,
+        get_templates(templates),
+        keep_labels=classes.in1k_labels,
+        class_names=classes.names,
+        class_descriptions=classes.glosses() if descriptions == "wordnet" else None,
+        limit=limit,
     )
 
 
@@ -90,33 +109,131 @@ _DEB_OC = "debian:openclipart-png+openclipart-svg"
 CATALOG: dict[str, Entry] = {
     e.info.name: e
     for e in [
-        Entry(_info("openclipart-1024", "paired", _DEB_OC, "installed package version", True,
-                    "1024 clip-art images with their titles (+ description where present); the offline default"),
-              _openclipart_paired(1024)),
-        Entry(_info("openclipart", "paired", _DEB_OC, "installed package version", True,
-                    "every titled openclipart image under 400 KB, seeded order"), _openclipart_paired(None)),
-        Entry(_info("openclipart-desc", "paired", _DEB_OC, "installed package version", True,
-                    "openclipart images that have a description: captions [title, description] are two good views"),
-              _openclipart_paired(None, with_description=True)),
-        Entry(_info("openclipart-categories", "class", _DEB_OC, "installed package version", True,
-                    "openclipart top-level categories (>= 40 images), up to 100 images each"),
-              _openclipart_categories),
-        Entry(_info("fashion-mnist", "class", "debian:dataset-fashion-mnist", "installed package version", True,
-                    "Fashion-MNIST test split, 10 clothing classes, 28x28 grayscale"), _fashion),
-        Entry(_info("wit-1024", "paired", "hub:minhuh/prh", WIT_1024.revision, False,
-                    "the PRH paper's 1024 Wikipedia image-text pairs (caption 0 by default)"), _hub_paired(WIT_1024)),
-        Entry(_info("coco-captions", "paired", f"hub:{COCO.repo}", COCO.revision, False,
-                    "MS-COCO 2014 Karpathy test split, 5,000 images x 5 captions"), _hub_paired(COCO)),
-        Entry(_info("flickr30k", "paired", f"hub:{FLICKR30K.repo}", FLICKR30K.revision, False,
-                    "Flickr30k Karpathy test split, 1,000 images x 5 captions"), _hub_paired(FLICKR30K)),
-        Entry(_info("imagenet-100", "class", f"hub:{IMAGENET_VAL.repo}", IMAGENET_VAL.revision, False,
-                    "ImageNet-1k validation images of the 100 CMC classes (gated on the hub)"), _imagenet100),
-        Entry(_info("cifar-10", "class", f"hub:{CIFAR10.repo}", CIFAR10.revision, False, "CIFAR-10 test split"),
-              _hub_classes(CIFAR10, "cifar")),
-        Entry(_info("cifar-100", "class", f"hub:{CIFAR100.repo}", CIFAR100.revision, False,
-                    "CIFAR-100 test split, fine labels"), _hub_classes(CIFAR100, "cifar")),
-        Entry(_info("cinic-10", "class", f"hub:{CINIC10.repo}", CINIC10.revision, False,
-                    "CINIC-10 test split (CIFAR-10 classes, ImageNet + CIFAR images)"), _hub_classes(CINIC10, "cifar")),
+        Entry(
+            _info(
+                "openclipart-1024",
+                "paired",
+                _DEB_OC,
+                "installed package version",
+                True,
+                "1024 clip-art images with their titles (+ description where present); the offline default",
+            ),
+            _openclipart_paired(1024),
+        ),
+        Entry(
+            _info(
+                "openclipart",
+                "paired",
+                _DEB_OC,
+                "installed package version",
+                True,
+                "every titled openclipart image under 400 KB, seeded order",
+            ),
+            _openclipart_paired(None),
+        ),
+        Entry(
+            _info(
+                "openclipart-desc",
+                "paired",
+                _DEB_OC,
+                "installed package version",
+                True,
+                "openclipart images that have a description: captions [title, description] are two good views",
+            ),
+            _openclipart_paired(None, with_description=True),
+        ),
+        Entry(
+            _info(
+                "openclipart-categories",
+                "class",
+                _DEB_OC,
+                "installed package version",
+                True,
+                "openclipart top-level categories (>= 40 images), up to 100 images each",
+            ),
+            _openclipart_categories,
+        ),
+        Entry(
+            _info(
+                "fashion-mnist",
+                "class",
+                "debian:dataset-fashion-mnist",
+                "installed package version",
+                True,
+                "Fashion-MNIST test split, 10 clothing classes, 28x28 grayscale",
+            ),
+            _fashion,
+        ),
+        Entry(
+            _info(
+                "wit-1024",
+                "paired",
+                "hub:minhuh/prh",
+                WIT_1024.revision,
+                False,
+                "the PRH paper's 1024 Wikipedia image-text pairs (caption 0 by default)",
+            ),
+            _hub_paired(WIT_1024),
+        ),
+        Entry(
+            _info(
+                "coco-captions",
+                "paired",
+                f"hub:{COCO.repo}",
+                COCO.revision,
+                False,
+                "MS-COCO 2014 Karpathy test split, 5,000 images x 5 captions",
+            ),
+            _hub_paired(COCO),
+        ),
+        Entry(
+            _info(
+                "flickr30k",
+                "paired",
+                f"hub:{FLICKR30K.repo}",
+                FLICKR30K.revision,
+                False,
+                "Flickr30k Karpathy test split, 1,000 images x 5 captions",
+            ),
+            _hub_paired(FLICKR30K),
+        ),
+        Entry(
+            _info(
+                "imagenet-100",
+                "class",
+                f"hub:{IMAGENET_VAL.repo}",
+                IMAGENET_VAL.revision,
+                False,
+                "ImageNet-1k validation images of the 100 CMC classes (gated on the hub)",
+            ),
+            _imagenet100,
+        ),
+        Entry(
+            _info("cifar-10", "class", f"hub:{CIFAR10.repo}", CIFAR10.revision, False, "CIFAR-10 test split"),
+            _hub_classes(CIFAR10, "cifar"),
+        ),
+        Entry(
+            _info(
+                "cifar-100",
+                "class",
+                f"hub:{CIFAR100.repo}",
+                CIFAR100.revision,
+                False,
+                "CIFAR-100 test split, fine labels",
+            ),
+            _hub_classes(CIFAR100, "cifar"),
+        ),
+        Entry(
+            _info(
+                "cinic-10",
+                "class",
+                f"hub:{CINIC10.repo}",
+                CINIC10.revision,
+                False,
+                "CINIC-10 test split (CIFAR-10 classes, ImageNet + CIFAR images)",
+            ),
+            _hub_classes(CINIC10, "cifar"),
+        ),
     ]
 }
 

@@ -15,19 +15,28 @@ def register(subparsers: Any) -> None:
         "data", help="list datasets, show one", description="Paired image-caption and class datasets."
     )
     sub = parser.add_subparsers(dest="data_command", metavar="ACTION", required=True)
-    ls = sub.add_parser("list", help="every dataset name with its kind and source",
-                        description="List the datasets `--dataset` accepts.")
+    ls = sub.add_parser(
+        "list",
+        help="every dataset name with its kind and source",
+        description="List the datasets `--dataset` accepts.",
+    )
     ls.add_argument("--json", action="store_true", help="print a JSON list")
     ls.set_defaults(func=_list)
     show = sub.add_parser(
-        "show", help="build a dataset and print its size, fingerprint and first samples",
+        "show",
+        help="build a dataset and print its size, fingerprint and first samples",
         description="Build NAME (reads images lazily: only the shown samples are opened) and print it.",
     )
     show.add_argument("name", help="dataset name (see `platobench data list`)")
     show.add_argument("--limit", type=int, default=None, help="keep the first N samples")
     show.add_argument("--samples", type=int, default=5, help="how many samples to print (default 5)")
-    show.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
-                      help="dataset option, e.g. seed=1 or templates=cifar (repeatable)")
+    show.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="dataset option, e.g. seed=1 or templates=cifar (repeatable)",
+    )
     show.add_argument("--json", action="store_true", help="print a JSON object")
     show.set_defaults(func=_show)
 
@@ -58,7 +67,12 @@ def _show(args: argparse.Namespace) -> int:
     if args.samples < 0:
         raise UserError(f"--samples {args.samples}: expected a count >= 0")
     ds = get_dataset(args.name, limit=args.limit, **_parse_options(args.option))
-    out: dict[str, Any] = {"name": ds.name, "revision": ds.revision, "n": len(ds), "fingerprint": ds.fingerprint}
+    out: dict[str, Any] = {
+        "name": ds.name,
+        "revision": ds.revision,
+        "n": len(ds),
+        "fingerprint": ds.fingerprint,
+    }
     shown = []
     for i in range(min(args.samples, len(ds))):
         if isinstance(ds, ClassDataset):
@@ -66,7 +80,9 @@ def _show(args: argparse.Namespace) -> int:
         else:
             shown.append({"id": ds.ids[i], "captions": ds.caption_views(i)})
     if isinstance(ds, ClassDataset):
-        out.update(kind="class", classes=len(ds.class_names), class_names=ds.class_names, templates=ds.templates)
+        out.update(
+            kind="class", classes=len(ds.class_names), class_names=ds.class_names, templates=ds.templates
+        )
     else:
         out.update(kind="paired", max_captions=max(len(ds.caption_views(i)) for i in range(len(ds))))
     out["samples"] = shown
@@ -76,8 +92,10 @@ def _show(args: argparse.Namespace) -> int:
     for key in ("name", "kind", "revision", "n", "fingerprint"):
         print(f"{key:12} {out[key]}")
     if isinstance(ds, ClassDataset):
-        print(f"{'classes':12} {len(ds.class_names)}: {', '.join(ds.class_names[:12])}"
-              + (" ..." if len(ds.class_names) > 12 else ""))
+        print(
+            f"{'classes':12} {len(ds.class_names)}: {', '.join(ds.class_names[:12])}"
+            + (" ..." if len(ds.class_names) > 12 else "")
+        )
         print(f"{'templates':12} {len(ds.templates)}, e.g. {ds.templates[0]!r}")
     for s in shown:
         print(f"  {s['id']}: " + (s["class"] if "class" in s else " | ".join(c[:80] for c in s["captions"])))

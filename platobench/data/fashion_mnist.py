@@ -20,7 +20,18 @@ from platobench.errors import UserError
 
 DEFAULT_ROOT = Path("/usr/share/datasets/fashion-mnist")
 PACKAGE = "dataset-fashion-mnist"
-CLASS_NAMES = ["T-shirt", "trouser", "pullover", "dress", "coat", "sandal", "shirt", "sneaker", "bag", "ankle boot"]
+CLASS_NAMES = [
+    "T-shirt",
+    "trouser",
+    "pullover",
+    "dress",
+    "coat",
+    "sandal",
+    "shirt",
+    "sneaker",
+    "bag",
+    "ankle boot",
+]
 _FILES = {"train": "train", "test": "t10k"}
 
 
@@ -39,6 +50,16 @@ def read_idx(path: Path) -> np.ndarray:
     return body.reshape(shape)
 
 
+class _ArrayLoader:
+    """Image i of a uint8 [N, 28, 28] array (picklable for DataLoader workers)."""
+
+    def __init__(self, images: np.ndarray) -> None:
+        self.images = images
+
+    def __call__(self, i: int) -> Image.Image:
+        return Image.fromarray(self.images[i], mode="L")
+
+
 @functools.lru_cache(maxsize=2)
 def _arrays(root: Path, split: str) -> tuple[np.ndarray, np.ndarray]:
     folder = require_dir(root, [PACKAGE], "Fashion-MNIST")
@@ -51,7 +72,12 @@ def _arrays(root: Path, split: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def fashion_mnist(
-    name: str, templates: list[str], *, split: str = "test", limit: int | None = None, root: Path = DEFAULT_ROOT
+    name: str,
+    templates: list[str],
+    *,
+    split: str = "test",
+    limit: int | None = None,
+    root: Path = DEFAULT_ROOT,
 ) -> ClassDataset:
     """The `split` ("test": 10,000 images, or "train": 60,000; the first `limit` when given), 28x28
     grayscale shown as RGB."""
@@ -67,5 +93,5 @@ def fashion_mnist(
         labels[:n].tolist(),
         CLASS_NAMES,
         templates,
-        lambda i: Image.fromarray(images[i], mode="L"),
+        _ArrayLoader(images[:n]),
     )

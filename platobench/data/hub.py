@@ -14,7 +14,7 @@ from typing import Any
 from platobench.data.base import ClassDataset, PairedDataset
 from platobench.errors import UserError
 
-OFFLINE_FALLBACK = "openclipart-1024"
+OFFLINE_FALLBACK = "an offline dataset: openclipart-1024 (paired), openclipart-categories or fashion-mnist (class)"
 
 
 @dataclass(frozen=True)
@@ -52,11 +52,11 @@ def load_split(spec: HubSpec) -> Any:
         if hub_offline():
             raise UserError(
                 f"{spec.describe()} is not in the local cache and HF_HUB_OFFLINE is set: run once with "
-                f"network access to download it, or use the offline dataset {OFFLINE_FALLBACK!r}"
+                f"network access to download it, or use {OFFLINE_FALLBACK}"
             ) from exc
         raise UserError(
             f"could not load {spec.describe()}: {type(exc).__name__}: {exc}. Without network, set "
-            f"HF_HUB_OFFLINE=1 (cache only) or use the offline dataset {OFFLINE_FALLBACK!r}"
+            f"HF_HUB_OFFLINE=1 (cache only) or use {OFFLINE_FALLBACK}"
         ) from exc
 
 
@@ -79,16 +79,21 @@ def _rows_and_ids(ds: Any, spec: HubSpec) -> tuple[list[int], list[str]]:
     return rows, [str(values[r]) for r in rows]
 
 
-def _image_loader(ds: Any, spec: HubSpec, rows: list[int]):
-    def load(i: int):
-        return ds[rows[i]][spec.image]
+class _RowImage:
+    """Decodes the image of kept row i on demand (picklable: holds the Arrow-backed dataset)."""
 
-    return load
+    def __init__(self, ds: Any, column: str, rows: list[int]) -> None:
+        self.ds, self.column, self.rows = ds, column, rows
+
+    def __call__(self, i: int) -> Any:
+        return self.ds[self.rows[i]][self.column]
 
 
 def _check_image_column(ds: Any, spec: HubSpec) -> None:
     if spec.image not in ds.column_names:
-        raise UserError(f"{spec.describe()} has no column {spec.image!r} (columns: {', '.join(ds.column_names)})")
+        raise UserError(
+            f"{spec.describe()} has no column {spec.image!r} (columns: {', '.join(ds.column_names)})"
+        )
 
 
 def paired(name: str, spec: HubSpec, *, limit: int | None = None) -> PairedDataset:
@@ -103,7 +108,7 @@ def paired(name: str, spec: HubSpec, *, limit: int | None = None) -> PairedDatas
     for r in rows:
         value = column[r]
         views.append([str(c) for c in value] if isinstance(value, (list, tuple)) else [str(value)])
-    return PairedDataset(name, spec.revision, ids, views, _image_loader(ds, spec, rows))
+    return PairedDataset(name, spec.revision, ids, views, _RowImage(ds, spec.image, rows))
 
 
 def classes(
@@ -127,7 +132,9 @@ def classes(
         feature = ds.features.get(spec.label)
         if not hasattr(feature, "names"):
             raise UserError(f"{spec.describe()}: column {spec.label!r} carries no class names")
-        class_names = [feature.names[i] for i in keep_labels] if keep_labels is not None else list(feature.names)
+        class_names = (
+            [feature.names[i] for i in keep_labels] if keep_labels is not None else list(feature.names)
+        )
     if keep_labels is not None:
         remap = {src: dst for dst, src in enumerate(keep_labels)}
         kept = [(r, i) for r, i in zip(rows, ids) if labels[r] in remap]
@@ -143,6 +150,6 @@ def classes(
         mapped,
         class_names,
         templates,
-        _image_loader(ds, spec, rows),
+        _RowImage(ds, spec.image, rows),
         class_descriptions=class_descriptions,
     )

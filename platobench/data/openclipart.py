@@ -94,7 +94,9 @@ def catalogue(root: Path = DEFAULT_ROOT, max_bytes: int = MAX_BYTES) -> tuple[Cl
             pass  # unreadable: rebuilt below
     clips = _scan(root, max_bytes)
     if not clips:
-        raise UserError(f"no openclipart image with a title found under {root} (packages {' '.join(PACKAGES)})")
+        raise UserError(
+            f"no openclipart image with a title found under {root} (packages {' '.join(PACKAGES)})"
+        )
     if cache is not None:
         cache.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=cache.parent, suffix=".tmp")
@@ -110,13 +112,16 @@ def _permuted(clips: tuple[Clip, ...], seed: int) -> list[Clip]:
     return order
 
 
-def _loader(clips: list[Clip]):
-    def load(i: int) -> Image.Image:
-        with Image.open(clips[i].png) as im:
+class _PngLoader:
+    """Opens clip i's PNG (a class, not a closure, so DataLoader workers can pickle it)."""
+
+    def __init__(self, clips: list[Clip]) -> None:
+        self.paths = [c.png for c in clips]
+
+    def __call__(self, i: int) -> Image.Image:
+        with Image.open(self.paths[i]) as im:
             im.load()
             return im
-
-    return load
 
 
 def paired(
@@ -141,7 +146,7 @@ def paired(
         _revision(root, seed, max_bytes),
         [c.id for c in pool],
         views,
-        _loader(pool),
+        _PngLoader(pool),
         groups=[c.category for c in pool],
     )
 
@@ -167,7 +172,9 @@ def categories(
         counts[c.category] = counts.get(c.category, 0) + 1
     kept = sorted(k for k, v in counts.items() if v >= min_per_class and k not in NON_CATEGORIES)
     if len(kept) < 2:
-        raise UserError(f"dataset {name!r}: fewer than 2 categories with >= {min_per_class} images under {root}")
+        raise UserError(
+            f"dataset {name!r}: fewer than 2 categories with >= {min_per_class} images under {root}"
+        )
     index = {k: i for i, k in enumerate(kept)}
     taken: dict[str, int] = {}
     chosen = []
@@ -184,5 +191,5 @@ def categories(
         [index[c.category] for c in chosen],
         [k.replace("_", " ") for k in kept],
         templates,
-        _loader(chosen),
+        _PngLoader(chosen),
     )

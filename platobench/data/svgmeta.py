@@ -20,7 +20,9 @@ CC = "{http://web.resource.org/cc/}"
 CC_NEW = "{http://creativecommons.org/ns#}"
 SVG = "{http://www.w3.org/2000/svg}"
 
-_ENTITY = re.compile(rb"<!ENTITY\s+(%?)\s*[\w.:-]+\s+(SYSTEM|PUBLIC)?\s*(?:\"([^\"]*)\"|'([^']*)')", re.DOTALL)
+_ENTITY = re.compile(
+    rb"<!ENTITY\s+(%?)\s*[\w.:-]+\s+(SYSTEM|PUBLIC)?\s*(?:\"([^\"]*)\"|'([^']*)')", re.DOTALL
+)
 _ENTITY_DECL = re.compile(rb"<!ENTITY", re.DOTALL)
 
 
@@ -48,7 +50,7 @@ class _MetaTarget:
         parent = self.stack[-1] if self.stack else ""
         self.stack.append(tag)
         if parent in (CC + "Work", CC_NEW + "Work") and tag in (DC + "title", DC + "description"):
-            self._field = tag[len(DC):]
+            self._field = tag[len(DC) :]
 
     def end(self, tag: str) -> None:
         self.stack.pop()

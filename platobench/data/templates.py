@@ -42,6 +42,8 @@ def get_templates(name: str) -> list[str]:
         # open_clip stores them as one-argument callables; calling one with "{}" yields the template.
         return [fn("{}") for fn in getattr(_open_clip_metadata(), _OPEN_CLIP[name])]
     if name in _FILES:
-        text = resources.files("platobench.data").joinpath("prompt_templates", f"{name}.txt").read_text("utf-8")
+        text = (
+            resources.files("platobench.data").joinpath("prompt_templates", f"{name}.txt").read_text("utf-8")
+        )
         return [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
     raise UserError(f"templates={name!r}: expected one of {', '.join(template_sets())}")

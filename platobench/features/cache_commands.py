@@ -14,13 +14,16 @@ from platobench.features.store import EntryStatus, FeatureStore
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "cache", help="list, verify or remove cached features",
+        "cache",
+        help="list, verify or remove cached features",
         description="The features cache ($PLATOBENCH_HOME/features): one entry per model x dataset x config.",
     )
     sub = parser.add_subparsers(dest="cache_command", metavar="ACTION", required=True)
 
     def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--root", type=Path, default=None, help="cache folder (default $PLATOBENCH_HOME/features)")
+        p.add_argument(
+            "--root", type=Path, default=None, help="cache folder (default $PLATOBENCH_HOME/features)"
+        )
         p.add_argument("--model", default="*", help="only entries whose model matches this glob")
         p.add_argument("--dataset", default="*", help="only entries whose dataset matches this glob")
         p.add_argument("--json", action="store_true", help="print JSON")
@@ -29,11 +32,14 @@ def register(subparsers: Any) -> None:
     common(ls)
     ls.set_defaults(func=_ls)
     verify = sub.add_parser(
-        "verify", help="re-read every file and check sizes and sha256",
+        "verify",
+        help="re-read every file and check sizes and sha256",
         description="Check entries against their manifests; exit 1 when a bad entry remains.",
     )
     verify.add_argument("digests", nargs="*", help="digest prefixes (default: every selected entry)")
-    verify.add_argument("--remove", action="store_true", help="delete bad entries (they are recomputed on next use)")
+    verify.add_argument(
+        "--remove", action="store_true", help="delete bad entries (they are recomputed on next use)"
+    )
     common(verify)
     verify.set_defaults(func=_verify)
     rm = sub.add_parser("rm", help="delete entries", description="Delete the entries named or selected.")
@@ -44,13 +50,16 @@ def register(subparsers: Any) -> None:
     rm.set_defaults(func=_rm)
 
 
-def _select(store: FeatureStore, args: argparse.Namespace, digests: list[str] | None = None) -> list[EntryStatus]:
+def _select(
+    store: FeatureStore, args: argparse.Namespace, digests: list[str] | None = None
+) -> list[EntryStatus]:
     entries = store.entries()
     if digests:
         wanted = {store.resolve(d) for d in digests}
         return [e for e in entries if e.digest in wanted]
     return [
-        e for e in entries
+        e
+        for e in entries
         if fnmatch.fnmatchcase(e.key.get("model", ""), args.model)
         and fnmatch.fnmatchcase(e.key.get("dataset", ""), args.dataset)
     ]
@@ -65,13 +74,17 @@ def _ls(args: argparse.Namespace) -> int:
     if not entries:
         print(f"no cache entries under {store.root}")
         return 0
-    print(f"{'digest':12}  {'state':8}  {'model':28}  {'dataset':20}  {'n':>6}  {'layers':>6}  {'dtype':8}  {'MB':>8}")
+    print(
+        f"{'digest':12}  {'state':8}  {'model':28}  {'dataset':20}  {'n':>6}  {'layers':>6}  {'dtype':8}  {'MB':>8}"
+    )
     for e in entries:
         model = e.key.get("model", "?")
         dataset = e.key.get("dataset", "?")
         state = e.state if e.state == "complete" else f"{e.rows_done}/{e.n}"
-        print(f"{e.digest[:12]}  {state:8}  {model[:28]:28}  {dataset[:20]:20}  {e.n:>6}  {e.layers:>6}  "
-              f"{e.dtype:8}  {e.bytes / 1e6:8.2f}")
+        print(
+            f"{e.digest[:12]}  {state:8}  {model[:28]:28}  {dataset[:20]:20}  {e.n:>6}  {e.layers:>6}  "
+            f"{e.dtype:8}  {e.bytes / 1e6:8.2f}"
+        )
     return 0
 
 
@@ -80,7 +93,10 @@ def _verify(args: argparse.Namespace) -> int:
     report = []
     for e in _select(store, args, args.digests):
         if e.state == "partial":
-            state, problems = "partial", [f"{e.rows_done}/{e.n} rows written (rerun the extraction to resume)"]
+            state, problems = (
+                "partial",
+                [f"{e.rows_done}/{e.n} rows written (rerun the extraction to resume)"],
+            )
         else:
             problems = store.verify(e.digest)
             state = "ok" if not problems else "removed" if args.remove else "bad"

@@ -42,7 +42,11 @@ from platobench.data.base import ids_hash
 from platobench.errors import UserError
 
 FORMAT_VERSION = 1
-DTYPES: dict[str, torch.dtype] = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+DTYPES: dict[str, torch.dtype] = {
+    "float32": torch.float32,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+}
 _ST_DTYPES = {"float32": "F32", "float16": "F16", "bfloat16": "BF16"}
 _CHUNK = re.compile(r"^chunk-(\d{9})-(\d{9})\.safetensors$")
 ArrayLike = torch.Tensor | np.ndarray
@@ -76,13 +80,23 @@ class FeatureKey:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "layers", tuple(int(layer) for layer in self.layers))
-        for name in ("model", "model_revision", "dtype", "pooling", "dataset", "dataset_revision", "ids_hash"):
+        for name in (
+            "model",
+            "model_revision",
+            "dtype",
+            "pooling",
+            "dataset",
+            "dataset_revision",
+            "ids_hash",
+        ):
             if not isinstance(getattr(self, name), str) or not getattr(self, name):
                 raise ValueError(f"FeatureKey.{name} must be a non-empty string")
         if not self.layers:
             raise ValueError("FeatureKey.layers must name at least one layer")
         if self.stored_dtype not in DTYPES:
-            raise ValueError(f"FeatureKey.stored_dtype={self.stored_dtype!r}: expected one of {sorted(DTYPES)}")
+            raise ValueError(
+                f"FeatureKey.stored_dtype={self.stored_dtype!r}: expected one of {sorted(DTYPES)}"
+            )
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -97,7 +111,9 @@ class FeatureKey:
     @classmethod
     def for_dataset(cls, dataset: Any, **fields: Any) -> FeatureKey:
         """Key with `dataset`, `dataset_revision` and `ids_hash` taken from a Paired/ClassDataset."""
-        return cls(dataset=dataset.name, dataset_revision=dataset.revision, ids_hash=ids_hash(dataset.ids), **fields)
+        return cls(
+            dataset=dataset.name, dataset_revision=dataset.revision, ids_hash=ids_hash(dataset.ids), **fields
+        )
 
 
 # ---------------------------------------------------------------------------------------------- files
@@ -295,14 +311,21 @@ class EntryWriter:
         if ids_hash(ids) != key.ids_hash:
             raise ValueError("the sample ids given to the writer do not match key.ids_hash")
         if list(layer_ids) != list(key.layers) or len(widths) != len(layer_ids):
-            raise ValueError(f"layer_ids {list(layer_ids)} / widths {list(widths)} do not match key.layers {key.layers}")
+            raise ValueError(
+                f"layer_ids {list(layer_ids)} / widths {list(widths)} do not match key.layers {key.layers}"
+            )
         self.store, self.key = store, key
         self.digest = key.digest()
         self.dir = store.entry_dir(self.digest)
         self.partial = self.dir / "partial"
         self.plan = {
-            "format": FORMAT_VERSION, "digest": self.digest, "key": key.as_dict(), "ids": list(ids), "layer_ids": [int(x) for x in layer_ids],
-            "widths": [int(w) for w in widths], "dtype": dtype,
+            "format": FORMAT_VERSION,
+            "digest": self.digest,
+            "key": key.as_dict(),
+            "ids": list(ids),
+            "layer_ids": [int(x) for x in layer_ids],
+            "widths": [int(w) for w in widths],
+            "dtype": dtype,
         }
         self.n = len(ids)
         self._torch_dtype = DTYPES[dtype]
@@ -404,7 +427,9 @@ class EntryWriter:
             raise ValueError(f"rows [{start}, {stop}) are outside [0, {self.n})")
         for i, width in enumerate(self.plan["widths"]):
             if tensors[f"layer.{i}"].shape[1] != width:
-                raise ValueError(f"layer {self.plan['layer_ids'][i]}: width {tensors[f'layer.{i}'].shape[1]}, expected {width}")
+                raise ValueError(
+                    f"layer {self.plan['layer_ids'][i]}: width {tensors[f'layer.{i}'].shape[1]}, expected {width}"
+                )
         if any(s < stop and start < e for s, e in self._chunks):
             raise ValueError(f"rows [{start}, {stop}) overlap a finished chunk")
         _write_atomic(self.partial / f"chunk-{start:09d}-{stop:09d}.safetensors", st_save(tensors))
@@ -426,12 +451,27 @@ class EntryWriter:
             data = st_save({"features": torch.cat([c[f"layer.{i}"] for c in chunk_data])})
             name = f"layer-{i:03d}.safetensors"
             _write_atomic(self.dir / name, data)
-            files.append({"layer": self.plan["layer_ids"][i], "file": name, "bytes": len(data), "sha256": _sha256(data)})
+            files.append(
+                {
+                    "layer": self.plan["layer_ids"][i],
+                    "file": name,
+                    "bytes": len(data),
+                    "sha256": _sha256(data),
+                }
+            )
         manifest = {
-            "format": FORMAT_VERSION, "digest": self.digest, "key": self.key.as_dict(), "n": self.n,
-            "ids": self.plan["ids"], "ids_hash": self.key.ids_hash, "layer_ids": self.plan["layer_ids"],
-            "widths": self.plan["widths"], "dtype": self.plan["dtype"], "files": files,
-            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "platobench_version": __version__,
+            "format": FORMAT_VERSION,
+            "digest": self.digest,
+            "key": self.key.as_dict(),
+            "n": self.n,
+            "ids": self.plan["ids"],
+            "ids_hash": self.key.ids_hash,
+            "layer_ids": self.plan["layer_ids"],
+            "widths": self.plan["widths"],
+            "dtype": self.plan["dtype"],
+            "files": files,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "platobench_version": __version__,
         }
         _write_atomic(self.dir / "manifest.json", _json_bytes(manifest))
         shutil.rmtree(self.partial, ignore_errors=True)
@@ -534,7 +574,9 @@ class FeatureStore:
             return
         for shard in sorted(self.root.iterdir()):
             if shard.is_dir() and len(shard.name) == 2:
-                yield from (d for d in sorted(shard.iterdir()) if d.is_dir() and d.name.startswith(shard.name))
+                yield from (
+                    d for d in sorted(shard.iterdir()) if d.is_dir() and d.name.startswith(shard.name)
+                )
 
     def entries(self) -> list[EntryStatus]:
         """Every complete or partial entry folder (a folder with neither manifest nor plan is skipped)."""
@@ -543,8 +585,11 @@ class FeatureStore:
             size = sum(f.stat().st_size for f in d.rglob("*") if f.is_file())
             try:
                 m = json.loads((d / "manifest.json").read_text("utf-8"))
-                out.append(EntryStatus(d.name, "complete", d, m["key"], m["n"], len(m["layer_ids"]), m["dtype"],
-                                       size, m["n"]))
+                out.append(
+                    EntryStatus(
+                        d.name, "complete", d, m["key"], m["n"], len(m["layer_ids"]), m["dtype"], size, m["n"]
+                    )
+                )
                 continue
             except (OSError, ValueError, KeyError):
                 pass
@@ -552,10 +597,24 @@ class FeatureStore:
                 plan = json.loads((d / "partial" / "plan.json").read_text("utf-8"))
             except (OSError, ValueError):
                 continue
-            done = sum(int(m.group(2)) - int(m.group(1))
-                       for m in map(_CHUNK.match, (f.name for f in (d / "partial").iterdir())) if m)
-            out.append(EntryStatus(d.name, "partial", d, plan.get("key", {}), len(plan["ids"]), len(plan["layer_ids"]), plan["dtype"],
-                                   size, done))
+            done = sum(
+                int(m.group(2)) - int(m.group(1))
+                for m in map(_CHUNK.match, (f.name for f in (d / "partial").iterdir()))
+                if m
+            )
+            out.append(
+                EntryStatus(
+                    d.name,
+                    "partial",
+                    d,
+                    plan.get("key", {}),
+                    len(plan["ids"]),
+                    len(plan["layer_ids"]),
+                    plan["dtype"],
+                    size,
+                    done,
+                )
+            )
         return out
 
     def resolve(self, prefix: str) -> str:
@@ -563,7 +622,9 @@ class FeatureStore:
         matches = [d.name for d in self._dirs() if d.name.startswith(prefix)] if len(prefix) >= 4 else []
         if len(matches) != 1:
             found = "no" if not matches else f"{len(matches)}"
-            raise UserError(f"digest {prefix!r}: {found} cache entries match (give >= 4 leading hex digits of one)")
+            raise UserError(
+                f"digest {prefix!r}: {found} cache entries match (give >= 4 leading hex digits of one)"
+            )
         return matches[0]
 
     def verify(self, digest: str) -> list[str]:

@@ -33,7 +33,7 @@ class SizeConfig:
 # tiny: trains on 2 CPU cores in minutes. 33m: the 33M-parameter BERT geometry of MiniLM-L12-H384
 # (12 x 384; 33.4M parameters with the 30,522-token uncased vocabulary). 109m: BERT-base (12 x 768, 109.5M).
 SIZES: dict[str, SizeConfig] = {
-    "tiny": SizeConfig(layers=2, hidden=128, heads=2, intermediate=512, max_tokens=64, projection=128),
+    "tiny": SizeConfig(layers=2, hidden=128, heads=2, intermediate=512, max_tokens=32, projection=128),
     "33m": SizeConfig(layers=12, hidden=384, heads=12, intermediate=1536, max_tokens=128, projection=256),
     "109m": SizeConfig(layers=12, hidden=768, heads=12, intermediate=3072, max_tokens=128, projection=512),
 }

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -23,7 +23,6 @@ from platobench.jepa.checkpoint import load_tokenizer
 from platobench.jepa.losses import LossWeights, effective_rank, jepa_loss
 from platobench.jepa.model import SIZES, TextJEPA, bert_config
 from platobench.jepa.views import ViewMode, ViewPair, ViewSampler, distinct_captions
-
 
 
 @dataclass(frozen=True)
@@ -69,14 +68,14 @@ class TrainConfig:
     (0: steps // 10)."""
 
     size: str = "tiny"
-    views: ViewMode = ViewMode("good", 1.0)
+    views: ViewMode = field(default_factory=lambda: ViewMode("good", 1.0))
     steps: int = 300
     seed: int = 0
     batch_size: int = 64
     lr: float = 1e-3
     weight_decay: float = 0.05
     warmup_fraction: float = 0.1
-    weights: LossWeights = LossWeights()
+    weights: LossWeights = field(default_factory=LossWeights)
     predictor: bool = False
     heldout_fraction: float = 0.2
     eval_pairs: int = 256
@@ -165,7 +164,7 @@ def train(
     )
     evaluate = _Evaluator(corpus, heldout_idx, config, tokenizer, max_tokens, accelerator.device)
     trainable = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(trainable, lr=config.lr, weight_decay=config.weight_decay)
+    optimizer = torch.optim.AdamW(trainable, lr=config.lr, weight_decay=config.weight_decay, fused=True)
     schedule = get_cosine_schedule_with_warmup(optimizer, int(config.warmup_fraction * config.steps), config.steps)
     model, optimizer = accelerator.prepare(model, optimizer)
     unwrapped: TextJEPA = accelerator.unwrap_model(model)

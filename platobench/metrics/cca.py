@@ -1,12 +1,13 @@
 """SVCCA (Raghu et al. 2017, "SVCCA: Singular Vector Canonical Correlation Analysis for deep learning
 dynamics and interpretability"), made deterministic.
 
-Per layer: centre the columns of X [N, D] (float64), take its exact thin SVD X = U S V^T and keep the
+Per layer: centre the columns of X [N, D] (float64), take its thin SVD X = U S V^T (exact, through the
+eigendecomposition of the smaller Gram matrix; no randomized step) and keep the
 top k directions, k the smallest number whose squared singular values explain at least `variance` of
 the total (Raghu et al. keep 99%), or exactly `dim` directions when `dim` is set. CCA between the
 reduced views U_x S_x and U_y S_y: their canonical correlations are the cosines of the principal angles
 between the column spaces (Bjorck & Golub 1973), i.e. the singular values of U_x^T U_y. The score is
-their mean over the min(k_x, k_y) pairs, in [0, 1].
+their mean over the min(k_x, k_y) pairs, in [0, 1] (their sum is the nuclear norm of U_x^T U_y).
 
 The PRH reference (platonic-rep `metrics.py`) z-scores columns, uses an unseeded randomized SVD
 (`torch.svd_lowrank`, 10 directions), sklearn's iterative CCA and adds random noise to its outputs, so
@@ -21,6 +22,7 @@ from typing import Any
 import torch
 
 from platobench.errors import UserError
+from platobench.metrics.procrustes import nuclear_norms, row_space
 from platobench.metrics.registry import Metric, register
 from platobench.metrics.validation import check_fraction, check_int
 
@@ -31,12 +33,12 @@ def svd_directions(x: torch.Tensor, variance: float, dim: int | None) -> torch.T
     """Orthonormal basis U_k [N, k] of the top-k singular directions of the column-centred x."""
     x = x.to(torch.float64)
     x = x - x.mean(dim=0, keepdim=True)
-    u, s, _ = torch.linalg.svd(x, full_matrices=False)
+    if not x.abs().max() > 0:
+        raise UserError("svcca: a layer is constant across samples; expected varying features")
+    u, s, _ = row_space(x)
     s2 = s**2
     total = s2.sum()
-    if not total > 0:
-        raise UserError("svcca: a layer is constant across samples; expected varying features")
-    rank = int((s > s[0] * max(x.shape) * torch.finfo(s.dtype).eps).sum())
+    rank = s.numel()
     if dim is not None:
         if dim > rank:
             raise UserError(f"svcca parameter dim={dim} exceeds a layer's rank {rank} (after centring)")
@@ -61,10 +63,10 @@ def _combine(sx: list[torch.Tensor], sy: list[torch.Tensor], p: dict[str, Any]) 
     pairs = torch.minimum(kx[:, None], ky[None, :])
     step = max(1, _PAIR_BLOCK // max(1, len(sy) * kmax * kmax))
     sums = [
-        torch.linalg.svdvals(torch.einsum("ink,jnl->ijkl", ux[i:i + step], uy)).clamp(max=1.0).sum(dim=-1)
+        nuclear_norms(torch.einsum("ink,jnl->ijkl", ux[i:i + step], uy))
         for i in range(0, len(sx), step)
     ]
-    return torch.cat(sums) / pairs
+    return (torch.cat(sums) / pairs).clamp(max=1.0)
 
 
 def _permute(summary: torch.Tensor, perm: torch.Tensor) -> torch.Tensor:

@@ -4,16 +4,19 @@ the other. Lower is better; both metrics are computed in float64.
 rotation_residual
     Centre the columns of X [N, Dx] and Y [N, Dy], scale each to unit Frobenius norm, zero-pad the
     narrower one. Then min over orthogonal Q of ||X Q - Y||_F^2 = 2 (1 - ||X^T Y||_*) in [0, 2]
-    (||.||_* the nuclear norm). With the thin SVD X = U S V^T, ||X^T Y||_* = ||(U S)^T (U' S')||_*, so
-    the per-layer summary is the [N, r] matrix U S (r = rank <= min(N - 1, D)) and a grid entry costs
-    one r_x x r_y svdvals, batched over layer pairs.
+    (||.||_* the nuclear norm). ||X^T Y||_* depends on X only through X X^T (it is tr (X^T Y Y^T X)^1/2
+    = tr (Y^T X X^T Y)^1/2), so the per-layer summary is any A [N, r] with A A^T = X X^T, r = min(N, D):
+    X itself when D <= N, the QR factor R^T of X^T otherwise; a grid entry costs
+    one nuclear norm of an r_x x r_y matrix (an r x r eigvalsh), batched over layer pairs: O(N^3) per
+    pair once D >= N, so rotation-residual grids cost far more than kNN or CKA grids.
 
 rotation_residual_heldout
     The rotation is fitted on one half of the samples and scored on the other. `seed` draws a random
     split (torch.randperm, `generator.manual_seed(seed)`): the first N // 2 of the permutation form the
     fit half, the rest the held-out half; the same split is used for X and Y. Everything is fitted on
     the fit half, per side: the column means (subtracted from both halves) and the basis V of the fit
-    half's row space (its right singular vectors with non-zero singular value, r <= N//2 - 1). In those
+    half's row space (its right singular vectors with singular value above sqrt(max(n, D) eps) times the
+    largest, see `row_space`; r <= N//2 - 1). In those
     coordinates C = (X_fit - mean) V and H = (X_held - mean) V; H is then scaled to unit Frobenius norm
     (the only statistic taken from the held-out half, so that the residual lies in [0, 4] and 2 means
     "no better than unrelated"). Q = W Z^T from the SVD C_x^T C_y = W S Z^T (narrower side zero-padded)
@@ -59,11 +62,30 @@ def centre_unit(x: torch.Tensor, name: str = "features") -> torch.Tensor:
     return x / norm
 
 
-def _row_space(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Thin SVD of x [n, D] restricted to non-zero singular values: (U [n, r], S [r], V [D, r])."""
-    u, s, vt = torch.linalg.svd(x, full_matrices=False)
-    keep = s > s[0] * max(x.shape) * torch.finfo(s.dtype).eps
-    return u[:, keep], s[keep], vt[keep].T
+def row_space(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Thin SVD x = U S V^T of x [n, D] float64 from the eigendecomposition of the smaller Gram matrix
+    (x^T x or x x^T; several times faster than an SVD on CPU). Returns (U [n, r], S [r], V [D, r]),
+    singular values in decreasing order; directions with S below sqrt(max(n, D) eps) S_max, the
+    precision of a Gram eigendecomposition, count as zero and are dropped."""
+    n, d = x.shape
+    lam, vec = torch.linalg.eigh(x.T @ x if d <= n else x @ x.T)
+    lam, vec = lam.flip(0), vec.flip(1)
+    keep = lam > lam[0] * max(n, d) * torch.finfo(lam.dtype).eps
+    s, vec = lam[keep].sqrt(), vec[:, keep]
+    if d <= n:
+        return (x @ vec) / s, s, vec
+    return vec, s, (x.T @ vec) / s
+
+
+def nuclear_norms(m: torch.Tensor) -> torch.Tensor:
+    """Sum of singular values of each matrix in a batch [..., a, b]: square roots of the eigenvalues
+    of the smaller Gram m^T m or m m^T (eigvalsh is much faster than svdvals on CPU). Eigenvalues
+    below r eps lambda_max (r the Gram's size) are rounding noise of the zero ones (padding, rank
+    deficiency) and count as 0; so singular values below sqrt(r eps) s_max (~1e-7 s_max) are dropped."""
+    g = m.mT @ m if m.shape[-1] <= m.shape[-2] else m @ m.mT
+    lam = torch.linalg.eigvalsh(g)
+    floor = lam[..., -1:] * g.shape[-1] * torch.finfo(lam.dtype).eps
+    return torch.where(lam > floor, lam, 0.0).sqrt().sum(dim=-1)
 
 
 def _pad(mats: list[torch.Tensor], r: int) -> torch.Tensor:
@@ -80,8 +102,12 @@ def _pair_blocks(lx: int, ly: int, r: int) -> list[tuple[int, int]]:
 # --- rotation_residual -------------------------------------------------------------------------------
 
 def _summarize_residual(x: torch.Tensor, p: dict[str, Any]) -> torch.Tensor:
-    u, s, _ = _row_space(centre_unit(x))
-    return u * s
+    """A [N, min(N, D)] with A A^T = X X^T (X centred, unit norm): X itself when D <= N, else R^T from
+    the QR factorisation X^T = Q R (Q^T Q = I, so R^T R = X X^T)."""
+    xc = centre_unit(x)
+    if xc.shape[1] <= xc.shape[0]:
+        return xc
+    return torch.linalg.qr(xc.T).R.T
 
 
 def _combine_residual(sx: list[torch.Tensor], sy: list[torch.Tensor], p: dict[str, Any]) -> torch.Tensor:
@@ -89,8 +115,7 @@ def _combine_residual(sx: list[torch.Tensor], sy: list[torch.Tensor], p: dict[st
     ax, ay = _pad(sx, r), _pad(sy, r)
     rows = []
     for i0, i1 in _pair_blocks(len(sx), len(sy), r):
-        cross = torch.einsum("inr,jns->ijrs", ax[i0:i1], ay)
-        rows.append(2.0 - 2.0 * torch.linalg.svdvals(cross).sum(dim=-1))
+        rows.append(2.0 - 2.0 * nuclear_norms(torch.einsum("inr,jns->ijrs", ax[i0:i1], ay)))
     return torch.cat(rows).clamp_min(0.0)
 
 
@@ -133,7 +158,7 @@ def _summarize_heldout(x: torch.Tensor, p: dict[str, Any]) -> tuple[torch.Tensor
     xa, xb = x[fit] - mean, x[held] - mean
     if not torch.linalg.matrix_norm(xa) > 0:
         raise UserError("rotation_residual_heldout: features are constant on the fit half; expected varying features")
-    u, s, v = _row_space(xa)
+    u, s, v = row_space(xa)
     h = xb @ v
     norm = torch.linalg.matrix_norm(h)
     if not norm > 0:

@@ -150,10 +150,17 @@ def one_hot_observations(n: int) -> np.ndarray:
 
 
 def random_observations(n: int, dim: int, rng: np.random.Generator) -> np.ndarray:
-    """Observation of state i: a distinct Gaussian vector, [n, dim] (injective with probability 1)."""
+    """Observation of state i: a distinct random vector, [n, dim] (injective with probability 1).
+
+    Gaussian rows; when dim >= n the rows are orthonormalised (a random isometric copy of the one-hot
+    code), so a linear encoder can realise any function of the state with a well-conditioned map."""
     if dim < 1:
         raise UserError(f"observation dim must be >= 1, got {dim}")
-    return rng.standard_normal((n, dim))
+    x = rng.standard_normal((n, dim))
+    if dim >= n:
+        q, _ = np.linalg.qr(x.T)
+        x = q.T
+    return x
 
 
 def sample_pairs(W: np.ndarray, n_pairs: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -163,6 +170,15 @@ def sample_pairs(W: np.ndarray, n_pairs: int, rng: np.random.Generator) -> tuple
     n = W.shape[0]
     flat = rng.choice(n * n, size=n_pairs, p=W.ravel() / W.sum())
     return flat // n, flat % n
+
+
+def sample_pair_matrix(W: np.ndarray, n_pairs: int, rng: np.random.Generator) -> np.ndarray:
+    """The normalised symmetric pair matrix [n, n] of n_pairs pairs drawn from W (multinomial counts;
+    the same distribution as `empirical_pairs(*sample_pairs(W, n_pairs, rng), n)`)."""
+    if n_pairs < 1:
+        raise UserError(f"the number of sampled pairs must be >= 1, got {n_pairs}")
+    counts = rng.multinomial(n_pairs, W.ravel() / W.sum()).reshape(W.shape)
+    return normalise_pairs(counts.astype(np.float64))
 
 
 def empirical_pairs(i: np.ndarray, j: np.ndarray, n: int) -> np.ndarray:

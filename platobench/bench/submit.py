@@ -1,0 +1,235 @@
+"""`platobench submit FILE.yaml`: put a new encoder on the leaderboard.
+
+1. validate: FILE is a zoo file (the format of `model_zoo.yaml`, or a bare list of entries as written by
+   `platobench jepa train`); each entry is a full `ModelSpec` (hub id, local folder, or a Python
+   "module:function" returning an encoder — FILE's folder is importable), with a new name and num_layers;
+2. mock pass on a few samples: the encoder loads, returns one [B, D_l] float32 tensor per zoo layer with the
+   widths it declares, no NaN/inf, not the same vector for every sample, and the same values when the same
+   batch is encoded twice (determinism: no dropout left on, no sampling);
+3. run the chosen settings (default: the offline `demo` group) against the references of a pair set — the
+   vision models for a text encoder, the language models for a vision encoder — through the same runner
+   as `platobench run`, writing one record per pair x setting;
+4. print where the encoder ranks among the records of the results folder (same setting, same samples).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from platobench.bench.leaderboard import rank_records
+from platobench.bench.pairs import resolve_pairs
+from platobench.bench.results import ResultRecord, load_record, load_records, record_path
+from platobench.bench.run_command import SCORERS, add_catalog_options
+from platobench.bench.runner import Job, RunOptions, RunSummary, execute
+from platobench.bench.settings import Catalog, Setting
+from platobench.data import get_dataset
+from platobench.errors import UserError
+from platobench.features.extract import encode_images, encode_texts
+from platobench.features.store import FeatureStore
+from platobench.zoo import ModelSpec, Zoo, load_zoo, read_zoo_file
+
+DETERMINISM_RTOL, DETERMINISM_ATOL = 1e-5, 1e-6
+
+
+def read_submission(path: Path, extra_zoo: list[str] | tuple[str, ...] = ()) -> tuple[Zoo, list[ModelSpec]]:
+    """Validate a submission file; returns the zoo with the submission merged in and the submitted specs.
+    UserError when the file is invalid, empty, reuses a name of the zoo, or an entry lacks num_layers."""
+    path = Path(path)
+    submitted = read_zoo_file(path).models  # ZooError (a UserError) names file, line, entry and field
+    if not submitted:
+        raise UserError(f"{path}: the submission holds no model entry (expected 'models:' with at least one)")
+    base = load_zoo(extra_zoo)
+    problems = []
+    for spec in submitted:
+        if spec.name in base:
+            problems.append(f"{path}: {spec.name!r} is already a model of the zoo ({base.origin(spec.name)}); "
+                            "give the submission a new name")
+        if spec.num_layers is None:
+            problems.append(f"{path}: {spec.name!r} needs 'num_layers' (the number of blocks; it keys the feature cache)")
+    if problems:
+        raise UserError("\n  ".join(problems))
+    if any(s.loader == "python" for s in submitted) and str(path.resolve().parent) not in sys.path:
+        sys.path.insert(0, str(path.resolve().parent))  # "module:function" next to the submission file
+    return load_zoo([*extra_zoo, path]), submitted
+
+
+@dataclass
+class MockReport:
+    model: str
+    samples: int
+    layers: list[int]
+    widths: list[int]
+    max_repeat_diff: float
+    seconds: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _encode(encoder: Any, dataset: Any, n: int, caption_index: int) -> list[torch.Tensor]:
+    if encoder.spec.modality == "text":
+        return encode_texts(encoder, dataset.captions(caption_index)[:n], batch_size=n)
+    return encode_images(encoder, dataset, range(n), batch_size=n, num_workers=0)
+
+
+def check_outputs(spec: ModelSpec, encoder: Any, first: list[torch.Tensor], second: list[torch.Tensor], n: int) -> float:
+    """Problems of a mock pass as one UserError (layers, widths, shapes, dtype, NaN, collapse, determinism);
+    returns the largest absolute difference between the two passes when there is none."""
+    problems = []
+    want = spec.layer_ids(spec.num_layers)
+    if list(encoder.layer_ids) != want:
+        problems.append(f"layer_ids {list(encoder.layer_ids)} differ from the zoo entry's {want} (num_layers={spec.num_layers})")
+    if len(encoder.widths) != len(encoder.layer_ids):
+        problems.append(f"{len(encoder.widths)} widths for {len(encoder.layer_ids)} layers")
+    if len(first) != len(encoder.layer_ids):
+        problems.append(f"encode returned {len(first)} tensors for {len(encoder.layer_ids)} layers")
+    if spec.width is not None and encoder.widths and encoder.widths[-1] != spec.width:
+        problems.append(f"last layer width {encoder.widths[-1]} differs from the zoo entry's width {spec.width}")
+    worst = 0.0
+    for i, (layer, a, b) in enumerate(zip(encoder.layer_ids, first, second)):
+        width = encoder.widths[i] if i < len(encoder.widths) else None
+        if tuple(a.shape) != (n, width) or tuple(b.shape) != tuple(a.shape):
+            problems.append(f"layer {layer}: shape {tuple(a.shape)} (second pass {tuple(b.shape)}), expected ({n}, {width})")
+            continue
+        if a.dtype != torch.float32:
+            problems.append(f"layer {layer}: dtype {a.dtype}, expected torch.float32")
+            continue
+        if not torch.isfinite(a).all():
+            problems.append(f"layer {layer}: NaN or inf in the features")
+            continue
+        if n > 1 and torch.equal(a, a[:1].expand_as(a)):
+            problems.append(f"layer {layer}: the same vector for every sample (collapsed features)")
+        diff = float((a - b).abs().max())
+        worst = max(worst, diff)
+        if not torch.allclose(a, b, rtol=DETERMINISM_RTOL, atol=DETERMINISM_ATOL):
+            problems.append(f"layer {layer}: not deterministic — encoding the same batch twice differs by up to {diff:.3g} "
+                            "(dropout left on? sampling?)")
+    if problems:
+        raise UserError(f"mock pass of {spec.name} failed:\n  " + "\n  ".join(problems))
+    return worst
+
+
+def mock_pass(spec: ModelSpec, setting: Setting, *, samples: int = 4, device: str = "cpu") -> MockReport:
+    """Load the encoder and encode the first `samples` samples of `setting`'s dataset twice; UserError
+    listing every problem found (see `check_outputs`)."""
+    from platobench.encoders import load_encoder
+    from platobench.features.extract import NonFiniteActivations
+
+    t0 = time.perf_counter()
+    dataset = get_dataset(setting.dataset, limit=samples)
+    encoder = load_encoder(spec, device=device)
+    try:
+        with torch.no_grad():
+            first = _encode(encoder, dataset, samples, setting.caption_index)
+            second = _encode(encoder, dataset, samples, setting.caption_index)
+    except NonFiniteActivations as exc:
+        raise UserError(f"mock pass of {spec.name} failed: {exc}") from None
+    worst = check_outputs(spec, encoder, first, second, samples)
+    return MockReport(spec.name, samples, list(encoder.layer_ids), list(encoder.widths), worst,
+                      round(time.perf_counter() - t0, 3))
+
+
+def references(spec: ModelSpec, pairs: str, catalog: Catalog, zoo: Zoo) -> list[ModelSpec]:
+    """The models a submission is scored against: the other modality's models of pair set (or explicit
+    pair list) `pairs`, in order."""
+    found: dict[str, ModelSpec] = {}
+    for lang, vis in resolve_pairs(pairs, catalog, zoo):
+        other = vis if spec.modality == "text" else lang
+        found.setdefault(other.name, other)
+    found.pop(spec.name, None)
+    if not found:
+        raise UserError(f"--pairs {pairs!r} gives no {'vision' if spec.modality == 'text' else 'language'} model to compare with")
+    return list(found.values())
+
+
+def standings(spec: ModelSpec, records: list[ResultRecord], mine: list[ResultRecord]) -> list[dict[str, Any]]:
+    """For each record of the submission: its rank among the records of `records` with the same setting,
+    the same samples (dataset fingerprint) and the same reference model."""
+    out = []
+    for r in mine:
+        other = (lambda x: x.vision.name) if spec.modality == "text" else (lambda x: x.language.name)
+        peers = [x for x in records if x.setting == r.setting and x.dataset.fingerprint == r.dataset.fingerprint
+                 and other(x) == other(r)]
+        ranked = rank_records(peers)
+        rank = next(row.rank for row in ranked if row.record.pair_id == r.pair_id)
+        out.append({"setting": r.setting, "reference": other(r), "score": r.score, "rank": rank, "of": len(peers),
+                    "calibrated": r.calibrated, "n": r.dataset.n})
+    return out
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "submit", help="validate a new encoder's zoo entry, test it, score it and show where it ranks",
+        description=(
+            "Submit an encoder described in a zoo file (hub id, local folder, or a Python 'module:function' "
+            "returning an encoder; FILE's folder is importable). Validates the entry, runs a mock pass on a "
+            "few samples (layer shapes and widths, no NaN, not collapsed, deterministic), scores it under the "
+            "chosen settings against the references of a pair set (the vision models for a text encoder, the "
+            "language models for a vision encoder), writes the records under OUT and prints where it ranks "
+            "among OUT's records. Example: platobench submit my_encoder.yaml --settings demo --pairs demo"
+        ),
+    )
+    p.add_argument("file", type=Path, metavar="FILE.yaml", help="zoo file with the submitted model entry (or entries)")
+    p.add_argument("--settings", default="demo", help="setting ids or groups, comma-separated (default: demo, offline)")
+    p.add_argument("--pairs", default="demo", help="pair set or 'LANG:VISION,...' whose references to score against (default demo)")
+    p.add_argument("--out", type=Path, default=Path("results"), help="results folder (default ./results)")
+    p.add_argument("--limit", type=int, default=None, help="only the first N samples of each dataset")
+    p.add_argument("--mock-samples", type=int, default=4, help="samples of the mock pass (default 4)")
+    p.add_argument("--mock-only", action="store_true", help="stop after validation and the mock pass")
+    p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    p.add_argument("--batch-size", type=int, default=32, help="extraction batch size")
+    p.add_argument("--json", action="store_true", help="print the mock pass, run summary and ranks as JSON")
+    add_catalog_options(p)
+    p.set_defaults(func=_submit)
+
+
+def _submit(args: argparse.Namespace) -> int:
+    if args.mock_samples < 2:
+        raise UserError(f"--mock-samples must be at least 2, got {args.mock_samples}")
+    if args.limit is not None and args.limit < 12:
+        raise UserError(f"--limit must be at least 12 samples (mutual kNN uses k=10 neighbours), got {args.limit}")
+    catalog = Catalog(args.settings_file)
+    settings = catalog.resolve_settings(args.settings)
+    zoo, submitted = read_submission(args.file, args.zoo)
+    say = (lambda *a: print(*a, file=sys.stderr)) if args.json else print
+    mocks = []
+    for spec in submitted:
+        mocks.append(mock_pass(spec, settings[0], samples=args.mock_samples, device=args.device))
+        say(f"mock pass of {spec.name}: ok ({len(mocks[-1].layers)} layers, widths {sorted(set(mocks[-1].widths))}, "
+            f"repeat diff {mocks[-1].max_repeat_diff:.1e})")
+    report: dict[str, Any] = {"mock": [m.as_dict() for m in mocks]}
+    if args.mock_only:
+        if args.json:
+            print(json.dumps(report, indent=1))
+        return 0
+    jobs = [Job(s, spec, ref) if spec.modality == "text" else Job(s, ref, spec)
+            for spec in submitted for ref in references(spec, args.pairs, catalog, zoo) for s in settings]
+    say(f"scoring {len(jobs)} pair x setting records -> {args.out}")
+    opts = RunOptions(out=args.out, limit=args.limit, device=args.device, batch_size=args.batch_size,
+                      progress=not args.json)
+    summary: RunSummary = execute(jobs, opts, FeatureStore(), SCORERS)
+    records = load_records(args.out)
+    produced = {record_path(args.out, j.setting.id, j.language.name, j.vision.name) for j in jobs}
+    mine = [load_record(p) for p in sorted(produced) if p.is_file()]
+    report.update(run=summary.as_dict(), ranks={
+        spec.name: standings(spec, records, [r for r in mine if spec.name in (r.language.name, r.vision.name)])
+        for spec in submitted
+    })
+    if args.json:
+        print(json.dumps(report, indent=1))
+    else:
+        for name, rows in report["ranks"].items():
+            for row in rows:
+                print(f"{name} — {row['setting']} vs {row['reference']} (n={row['n']}): score {row['score']:.4f}, "
+                      f"rank {row['rank'] if row['rank'] is not None else 'none (score missing)'} of {row['of']}")
+        for label, why in summary.failed.items():
+            print(f"FAILED {label}: {why}")
+    return 1 if summary.failed else 0

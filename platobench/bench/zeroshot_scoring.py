@@ -1,0 +1,167 @@
+"""Score one model pair under one zero-shot setting: pair-free class matching -> record (kind "zeroshot").
+
+Protocol: `platobench.metrics.zeroshot.zeroshot_eval` (Schnaus et al., CVPR 2025): class-mean image
+embeddings (seeded 50% subsample) against class prompt embeddings (mean over templates), matched by
+their standardised cosine kernels only. score = mean top-1 accuracy over seeds; chance = 1/C.
+
+Which layers (`Setting.selection`):
+  last   (the default of every zs-* setting) the last layer of each model, the embedding a zero-shot
+         classifier would use; nothing is chosen by looking at the labels, so the score is pair-free.
+  i,j    fixed layer positions, likewise pair-free.
+  best   every (language layer, vision layer) pair is evaluated and the pair of highest mean top-1
+         is reported, with the whole grid and the last-layer score. Caveat: the choice uses the class
+         labels of the very classes it is scored on, so it is no longer pair-free and is biased
+         upwards (the max of Lx*Ly correlated draws exceeds 1/C even for unrelated models); no exact
+         null exists for it, so the record has none. `extra.label_free_choice` gives the pair a
+         truly pair-free rule would choose: the highest mean matching correlation (the solver's own
+         objective, no labels), with its top-1.
+
+Null (non-"best" selections): a uniform random matching of C classes has F fixed points, E[F] = 1 and
+Var[F] = 1 (C >= 2), so top-1 = F/C has mean and std 1/C; its exact tail P(F >= k) follows from the
+rencontres numbers. The record's p-value is the median over seeds of P(F >= correct matches of that
+seed); calibrated = (score - 1/C) / (1 - 1/C) (as `metrics.stats`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from fractions import Fraction
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from platobench.bench.results import DatasetRef, MetricRef, NullRef, ResultRecord, git_sha
+from platobench.bench.scoring import model_ref
+from platobench.bench.settings import Setting
+from platobench.bench.zeroshot_inputs import PromptSet, ZeroshotOptions
+from platobench.errors import UserError
+from platobench.metrics.selection import select, select_index
+from platobench.metrics.zeroshot import METRIC_ID, zeroshot_eval
+from platobench.zoo import ModelSpec
+
+BEST_CAVEAT = (
+    "best over the layer grid: the layer pair is chosen with the labels of the scored classes, so the "
+    "score is not pair-free and is biased upwards; see label_free_choice for the pair-free choice"
+)
+
+
+def random_matching_tail(n: int, k: int) -> float:
+    """P(F >= k) for F the number of fixed points of a uniform random permutation of n items (exact:
+    P(F = j) = D(n - j) / (j! (n - j)!), D the derangement numbers)."""
+    if k <= 0:
+        return 1.0
+    derangements = [1, 0]
+    for m in range(2, n + 1):
+        derangements.append((m - 1) * (derangements[-1] + derangements[-2]))
+    tail = sum(Fraction(derangements[n - j], math.factorial(j) * math.factorial(n - j)) for j in range(k, n + 1))
+    return float(tail)
+
+
+def _numpy(t: Any) -> np.ndarray:
+    return t.detach().cpu().numpy() if isinstance(t, torch.Tensor) else np.asarray(t)
+
+
+def score_zeroshot(
+    setting: Setting,
+    language: ModelSpec,
+    vision: ModelSpec,
+    lang_layers: Sequence[torch.Tensor],
+    vis_layers: Sequence[torch.Tensor],
+    dataset: DatasetRef,
+    *,
+    inputs: dict[str, Any],
+    revisions: tuple[str | None, str | None] = (None, None),
+    labels: Sequence[int],
+    prompts: PromptSet,
+) -> ResultRecord:
+    """The record of zero-shot `setting` for one pair.
+
+    lang_layers: per layer [P, D_l] embeddings of `prompts.texts` (P prompts); vis_layers: per layer
+    [M, D_l] embeddings of the class dataset's M images, whose class indices are `labels` [M].
+    """
+    t0 = time.perf_counter()
+    opts = ZeroshotOptions.of(setting)
+    if setting.preprocess == "prh":
+        raise UserError(f"setting {setting.id!r}: zero-shot matching l2-normalises embeddings itself; use preprocess none or l2")
+    if not lang_layers or not vis_layers:
+        raise UserError("zero-shot scoring needs at least one layer of each model")
+    if any(t.shape[0] != len(prompts) for t in lang_layers):
+        raise UserError(f"language features have {lang_layers[0].shape[0]} rows for {len(prompts)} prompts")
+    if any(t.shape[0] != len(labels) for t in vis_layers):
+        raise UserError(f"vision features have {vis_layers[0].shape[0]} rows for {len(labels)} labelled images")
+    texts = [prompts.per_class(_numpy(t)) for t in lang_layers]
+    images = [_numpy(t) for t in vis_layers]
+    labels_arr = np.asarray(labels, dtype=np.int64)
+
+    def evaluate(i: int, j: int) -> dict[str, Any]:
+        return zeroshot_eval(
+            images[j], labels_arr, texts[i], seeds=opts.seeds, solver=opts.solver, restarts=opts.restarts,
+            fraction=opts.fraction,
+        )
+
+    shape = (len(texts), len(images))
+    fixed = select_index(shape, setting.selection)
+    last = (shape[0] - 1, shape[1] - 1)
+    grid = None
+    extra: dict[str, Any] = {}
+    if fixed is None:
+        cells = {(i, j): evaluate(i, j) for i in range(shape[0]) for j in range(shape[1])}
+        grid = torch.tensor([[cells[i, j]["score"] for j in range(shape[1])] for i in range(shape[0])])
+        chosen = select(grid, "best", higher_is_better=True)
+        pick = (chosen.x_layer, chosen.y_layer)
+        free = max(cells, key=lambda c: (cells[c]["extra"]["correlation"]["mean"], -c[0], -c[1]))
+        extra["selection_caveat"] = BEST_CAVEAT
+        extra["label_free_choice"] = {
+            "rule": "highest mean matching correlation (no labels used)",
+            "layers": list(free), "top1": cells[free]["score"],
+            "correlation": cells[free]["extra"]["correlation"]["mean"],
+        }
+    else:
+        pick = fixed
+        cells = {pick: evaluate(*pick)}
+        if last != pick:
+            cells[last] = evaluate(*last)
+    result = cells[pick]
+    n_classes = result["n_classes"]
+    chance = result["chance"]
+    null = calibrated = None
+    if fixed is not None:
+        correct = [round(v * n_classes) for v in result["extra"]["top1"]["per_seed"]]
+        null = NullRef(
+            mean=chance, std=chance, p_value=float(np.median([random_matching_tail(n_classes, k) for k in correct])),
+            n_perm=0, seed=setting.seed,
+            method="exact: top-1 of a uniform random matching of the classes; p = median over seeds of P(F >= correct)",
+        )
+        calibrated = (result["score"] - chance) / (1 - chance)
+    extra.update(result["extra"])
+    extra["layers"] = {"language": pick[0], "vision": pick[1], "selection": setting.selection}
+    extra["prompts"] = {
+        "mode": opts.prompts, "key": prompts.prompt, "n_prompts": len(prompts),
+        "fingerprint": prompts.fingerprint, "example": prompts.texts[0],
+    }
+    extra["class_names"] = list(prompts.class_names)
+    extra["inputs"] = inputs
+    return ResultRecord(
+        git_sha=git_sha(),
+        setting=setting.id,
+        kind="zeroshot",
+        metric=MetricRef(
+            id=METRIC_ID, params={**result["params"], "prompts": opts.prompts, "templates": prompts.prompt,
+                                  "per_class": opts.per_class},
+            preprocess="l2", selection=setting.selection, higher_is_better=True,
+        ),
+        language=model_ref(language, revisions[0]),
+        vision=model_ref(vision, revisions[1]),
+        dataset=dataset,
+        score=result["score"],
+        layers=pick,
+        last_layer_score=cells[last]["score"],
+        chance=chance,
+        null=null,
+        calibrated=calibrated,
+        grid=None if grid is None else [[round(float(v), 8) for v in row] for row in grid],
+        extra=extra,
+        runtime_s=round(time.perf_counter() - t0, 3),
+    )

@@ -1,0 +1,78 @@
+"""Helpers shared by the leaderboard, check and submit tests (imported by those test files).
+
+`make_record` builds result records synthetically; `seed_features` writes synthetic per-layer features into a
+feature cache under the exact key `platobench run` computes for a zoo model, so the runner, `check` and
+`submit` can be exercised end to end without loading model weights (wiring only — never results).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from platobench.bench.results import DatasetRef, IntervalRef, MetricRef, ModelRef, NullRef, ResultRecord
+from platobench.data import get_dataset
+from platobench.features.extract import feature_key
+from platobench.features.store import FeatureStore
+from platobench.zoo import load_zoo
+
+TINY_SETTINGS = """
+settings:
+  tiny-mknn:
+    dataset: openclipart-1024
+    metric: mutual_knn
+    params: {k: 5}
+    preprocess: prh
+    selection: best
+    n_perm: 4
+    n_ci: 3
+  tiny-cka:
+    dataset: openclipart-1024
+    metric: cka
+    selection: best
+    n_perm: 4
+    n_ci: 3
+groups:
+  tiny: [tiny-mknn, tiny-cka]
+"""
+
+
+def make_record(
+    setting: str, language: str, vision: str, score: float, *, higher: bool = True, params_l: float | None = 100.0,
+    kind_l: str = "causal_lm", fingerprint: str = "f" * 64, n: int = 64, grid: list[list[float]] | None = None,
+    **extra: Any,
+) -> ResultRecord:
+    """A paired record with a 2x3 grid whose best cell is `score` (unless `grid` is given)."""
+    grid = grid if grid is not None else [[score - 0.02, score - 0.01, score - 0.03], [score - 0.05, score, score - 0.04]]
+    return ResultRecord(
+        setting=setting,
+        metric=MetricRef(id="mutual_knn" if higher else "rotation_residual_heldout", params={"k": 10},
+                         preprocess="prh", selection="best", higher_is_better=higher),
+        language=ModelRef(name=language, params_m=params_l, kind=kind_l),
+        vision=ModelRef(name=vision, params_m=22.1, kind="vision_vit"),
+        dataset=DatasetRef(name="openclipart-1024", revision="r1", n=n, fingerprint=fingerprint),
+        score=score, layers=(1, 1), last_layer_score=grid[-1][-1], chance=0.1,
+        null=NullRef(mean=0.1, std=0.01, p_value=0.01, n_perm=100, seed=0), calibrated=score - 0.1,
+        ci=IntervalRef(lo=score - 0.02, hi=score + 0.02, level=0.95, method="test"), grid=grid, runtime_s=0.1,
+        **extra,
+    )
+
+
+def seed_features(home: Path, model: str, n: int, *, width: int = 16, seed: int = 0, shared: int = 1234,
+                  zoo_files: tuple[str, ...] = ()) -> None:
+    """Cache synthetic features of zoo `model` on the first `n` openclipart-1024 samples under `home`:
+    every layer is a fixed random map of a latent shared by all models seeded with the same `shared`,
+    plus model-specific noise, so paired scores are above chance."""
+    spec = load_zoo(zoo_files).get(model)
+    ds = get_dataset("openclipart-1024", limit=n)
+    prompt = "caption:0" if spec.modality == "text" else "image"
+    key = feature_key(spec, ds, prompt=prompt, device=torch.device("cpu"))
+    latent = torch.randn(n, 8, generator=torch.Generator().manual_seed(shared))
+    g = torch.Generator().manual_seed(seed)
+    layers = [latent @ torch.randn(8, width, generator=g) + 0.5 * (i + 1) * torch.randn(n, width, generator=g)
+              for i in range(len(key.layers))]
+    with FeatureStore(home / "features").writer(key, ds.ids, key.layers, [width] * len(key.layers)) as w:
+        w.write_chunk(0, layers)
+        w.finalize()

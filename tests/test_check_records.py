@@ -1,0 +1,129 @@
+"""`platobench check`: recompute records from cached features and fail when a value moved.
+
+Features are synthetic entries written under the exact cache keys of two demo models (wiring only), so
+`platobench run` and `check` run end to end in seconds without loading weights.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from bench_fixtures import TINY_SETTINGS, make_record, seed_features
+
+from platobench.bench.check import compare
+from platobench.cli import main
+
+N = 24
+PAIR = "demo/minilm-l6:demo/dinov2-s-imgfocus"
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    monkeypatch.setenv("PLATOBENCH_HOME", str(home))
+    seed_features(home, "demo/minilm-l6", N, seed=1)
+    seed_features(home, "demo/dinov2-s-imgfocus", N, seed=2)
+    settings = tmp_path / "tiny.yaml"
+    settings.write_text(TINY_SETTINGS)
+    results = tmp_path / "results"
+    assert main(["run", "--pairs", PAIR, "--settings", "tiny", "--settings-file", str(settings), "--limit", str(N),
+                 "--out", str(results), "--json"]) == 0
+    files = sorted(results.rglob("*.json"))
+    assert len(files) == 2
+    return results, settings, files
+
+
+def check(results, *extra):
+    return main(["check", "--results", str(results), "--no-extract", *map(str, extra)])
+
+
+def edit(path, fn):
+    data = json.loads(path.read_text())
+    fn(data)
+    path.write_text(json.dumps(data))
+
+
+def test_unchanged_records_pass(env, capsys):
+    results, _, _ = env
+    assert check(results, "--json") == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["counts"] == {"ok": 2, "moved": 0, "skipped": 0}
+    fields = {d["field"].split(" ")[0] for r in report["records"] for d in r["diffs"]}
+    assert {"score", "last_layer_score", "calibrated", "null.mean", "ci.lo", "ci.hi"} <= fields
+    assert all(d["delta"] <= 1e-9 for r in report["records"] for d in r["diffs"])
+
+
+def test_moved_score_fails_with_a_diff_table(env, capsys):
+    results, _, files = env
+    recorded = json.loads(files[0].read_text())["score"]
+    edit(files[0], lambda d: d.update(score=d["score"] + 0.01))
+    assert check(results) == 1
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("| MOVED"))
+    assert f"| score | {recorded + 0.01:.6f} | {recorded:.6f} | 1.00e-02 |" in row
+    assert "1 moved" in out
+
+
+def test_tolerance_bounds_the_allowed_change(env):
+    results, _, files = env
+    edit(files[1], lambda d: d.update(grid=[[v + 0.0005 for v in row] for row in d["grid"]]))
+    assert check(results) == 0  # 5e-4 < default tol 1e-3
+    assert check(results, "--tol", "0.0001") == 1
+
+
+def test_scores_only_ignores_the_statistics(env):
+    results, _, files = env
+    edit(files[0], lambda d: d["ci"].update(lo=d["ci"]["lo"] - 0.5))
+    assert check(results) == 1
+    assert check(results, "--scores-only") == 0
+
+
+def test_record_without_setting_config_uses_the_catalog(env, capsys):
+    results, settings, files = env
+    edit(files[0], lambda d: d["extra"].pop("setting_config"))
+    assert check(results, "--settings-file", settings) == 0
+    assert "used the catalog's setting" in capsys.readouterr().err
+    assert check(results) == 0  # the other record is still checked; this one is listed as not recomputed
+
+
+def test_changed_samples_are_not_recomputed_but_listed(env, capsys):
+    results, _, files = env
+    edit(files[0], lambda d: d["dataset"].update(fingerprint="0" * 64))
+    assert check(results, "--json") == 0
+    report = json.loads(capsys.readouterr().out)
+    skipped = [r for r in report["records"] if r["status"] == "skipped"]
+    assert len(skipped) == 1 and "differ from the record's" in skipped[0]["reason"]
+    assert check(results, "--strict") == 1
+
+
+def test_missing_features_without_extraction_fail(env, tmp_path, monkeypatch, capsys):
+    results, _, _ = env
+    monkeypatch.setenv("PLATOBENCH_HOME", str(tmp_path / "empty-home"))
+    assert check(results) == 1
+    captured = capsys.readouterr()
+    assert "are not cached and extraction is disabled (--no-extract)" in captured.out
+    assert "no record could be recomputed" in captured.err
+
+
+def test_bad_arguments_are_user_errors(tmp_path, capsys):
+    assert main(["check", "--results", str(tmp_path / "nope")]) == 2
+    assert "--results" in capsys.readouterr().err
+    (tmp_path / "r").mkdir()
+    assert main(["check", "--results", str(tmp_path / "r"), "--tol", "-1"]) == 2
+    assert "--tol" in capsys.readouterr().err
+
+
+def test_compare_reports_grid_and_absent_values():
+    old = make_record("s", "a/l", "v/x", 0.5)
+    same = compare(old, old)
+    assert all(d.delta == 0 for d in same) and not any(d.moved(0.0) for d in same)
+    reshaped = make_record("s", "a/l", "v/x", 0.5, grid=[[0.5, 0.1]])
+    assert any(d.field.startswith("grid shape 2x3 -> 1x2") and d.moved(1.0) for d in compare(old, reshaped))
+    no_null = old.model_copy(update={"null": None})
+    moved = [d.field for d in compare(old, no_null) if d.moved(1.0)]
+    assert moved == ["null.mean"]
+    nan_grid = make_record("s", "a/l", "v/x", 0.5, grid=[[0.4, 0.5, math.nan], [0.1, 0.5, 0.2]])
+    worst = compare(old, nan_grid)[-1]
+    assert worst.field == "grid[0][2] (largest cell change)" and worst.moved(1.0)
