@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 
 import pytest
 from bench_fixtures import TINY_SETTINGS, make_record, seed_features
@@ -19,20 +20,31 @@ N = 24
 PAIR = "demo/minilm-l6:demo/dinov2-s-imgfocus"
 
 
-@pytest.fixture
-def env(tmp_path, monkeypatch):
-    home = tmp_path / "home"
-    monkeypatch.setenv("PLATOBENCH_HOME", str(home))
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory):
+    """A cache with the two models' features and the records `platobench run` wrote from it (built once)."""
+    tmp = tmp_path_factory.mktemp("check")
+    home = tmp / "home"
     seed_features(home, "demo/minilm-l6", N, seed=1)
     seed_features(home, "demo/dinov2-s-imgfocus", N, seed=2)
-    settings = tmp_path / "tiny.yaml"
+    settings = tmp / "tiny.yaml"
     settings.write_text(TINY_SETTINGS)
-    results = tmp_path / "results"
-    assert main(["run", "--pairs", PAIR, "--settings", "tiny", "--settings-file", str(settings), "--limit", str(N),
-                 "--out", str(results), "--json"]) == 0
-    files = sorted(results.rglob("*.json"))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PLATOBENCH_HOME", str(home))
+        assert main(["run", "--pairs", PAIR, "--settings", "tiny", "--settings-file", str(settings),
+                     "--limit", str(N), "--out", str(tmp / "results"), "--json"]) == 0
+    return home, settings, tmp / "results"
+
+
+@pytest.fixture
+def env(seeded, tmp_path, monkeypatch):
+    """(results folder of this test — a copy it may edit —, settings file, record files)."""
+    home, settings, results = seeded
+    monkeypatch.setenv("PLATOBENCH_HOME", str(home))
+    shutil.copytree(results, tmp_path / "results")
+    files = sorted((tmp_path / "results").rglob("*.json"))
     assert len(files) == 2
-    return results, settings, files
+    return tmp_path / "results", settings, files
 
 
 def check(results, *extra):

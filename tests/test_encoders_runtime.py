@@ -38,3 +38,33 @@ def test_bad_dtype_and_device_name_the_argument(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.raises(UserError, match="no CUDA"):
         runtime.resolve_device("cuda")
+
+
+def causal_spec(**update):
+    from platobench.zoo.spec import ModelSpec
+
+    return ModelSpec(name="qwen2.5/qwen2.5-72b", modality="text", kind="causal_lm", loader="hf_causal",
+                     source="Qwen/Qwen2.5-72B", revision="main", pooling="avg", **update)
+
+
+def test_big_models_shard_with_device_map_auto_on_cuda():
+    from platobench.encoders.hf_text import model_kwargs
+
+    spec = causal_spec()
+    assert model_kwargs(spec, torch.device("cuda"), torch.bfloat16, shard=True) == {"dtype": torch.bfloat16, "device_map": "auto"}
+    assert model_kwargs(spec, torch.device("cuda:1"), torch.bfloat16, shard=True)["device_map"] == {"": 1}
+    assert model_kwargs(spec, torch.device("cpu"), torch.float32, shard=True) == {"dtype": torch.float32}
+    assert "device_map" not in model_kwargs(spec, torch.device("cuda"), torch.bfloat16, shard=False)
+
+
+def test_quantisation_is_opt_in_and_needs_bitsandbytes(monkeypatch):
+    import importlib.util
+
+    from platobench.encoders.hf_text import model_kwargs
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "bitsandbytes" else real_find_spec(name, *a))
+    with pytest.raises(UserError, match="pip install bitsandbytes"):
+        model_kwargs(causal_spec(quantization="8bit"), torch.device("cuda"), torch.bfloat16, shard=True)
+    with pytest.raises(UserError, match="needs a CUDA device"):
+        model_kwargs(causal_spec(quantization="4bit"), torch.device("cpu"), torch.float32, shard=True)

@@ -20,7 +20,7 @@ from platobench.jepa.train import CaptionCorpus, TrainConfig, is_heldout, split,
 from platobench.jepa.views import parse_views
 from platobench.zoo import read_zoo_file
 
-MICRO = SizeConfig(layers=1, hidden=32, heads=2, intermediate=64, max_tokens=32, projection=32)
+MICRO = SizeConfig(layers=1, hidden=32, heads=2, intermediate=64, max_tokens=32, projection=32, lr=3e-3)
 COLOURS = ["red", "blue", "green", "yellow", "black", "white"]
 ANIMALS = ["cat", "dog", "horse", "bird", "fish", "cow"]
 PLACES = ["kitchen", "garden", "beach", "forest", "street"]
@@ -41,7 +41,7 @@ def scene_corpus() -> CaptionCorpus:
 
 
 def config(**changes) -> TrainConfig:
-    base = {"size": "micro", "views": parse_views("good"), "steps": 40, "batch_size": 32, "lr": 3e-3, "eval_pairs": 64,
+    base = {"size": "micro", "views": parse_views("good"), "steps": 40, "batch_size": 32, "eval_pairs": 64,
             "log_every": 20}
     return TrainConfig(**{**base, **changes})
 

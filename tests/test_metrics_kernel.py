@@ -93,7 +93,7 @@ def test_identical_inputs_score_one_and_independent_near_zero():
 def test_invariant_to_rotation_scaling_translation(seed, c, shift, kernel, estimator):
     x, z = rand(24, 6, seed), rand(24, 5, seed + 1)
     x2 = c * x @ random_orthogonal(6, seed + 2) + shift
-    kw = dict(kernel=kernel, estimator=estimator)
+    kw = {"kernel": kernel, "estimator": estimator}
     assert score("cka", x, x2, **kw) == pytest.approx(1.0, abs=1e-8)
     assert score("cka", x2, z, **kw) == pytest.approx(score("cka", x, z, **kw), abs=1e-8)
 

@@ -96,7 +96,7 @@ def heldout_by_definition(x: np.ndarray, y: np.ndarray, seed: int) -> float:
 
     (cx, hx), (cy, hy) = coords(x), coords(y)
     r = max(cx.shape[1], cy.shape[1])
-    pad = lambda m: np.pad(m, ((0, 0), (0, r - m.shape[1])))  # noqa: E731
+    pad = lambda m: np.pad(m, ((0, 0), (0, r - m.shape[1])))
     q = orthogonal_procrustes(pad(cx), pad(cy))[0]
     return float(np.linalg.norm(pad(hx) @ q - pad(hy)) ** 2)
 

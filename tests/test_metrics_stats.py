@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from platobench.errors import UserError
-from platobench.metrics import get_metric, score
+from platobench.metrics import get_metric, score, summarize_layers
 from platobench.metrics.stats import calibrated_score, chance_level, permutation_null, subsample_ci
 
 
@@ -91,6 +91,15 @@ def test_null_without_hook_for_heldout_residual_and_determinism():
     assert torch.equal(a.values, b.values) and not torch.equal(a.values, c.values)
     assert a.selection.mode == "last" and (a.selection.x_layer, a.selection.y_layer) == (2, 1)
     json.dumps(a.to_record())
+
+
+def test_precomputed_summaries_are_reused_and_checked():
+    xs, ys = related(30, 8)
+    s = summarize_layers("cka", xs, ys)
+    assert torch.equal(permutation_null("cka", xs, ys, n_perm=3, summaries=s).values,
+                       permutation_null("cka", xs, ys, n_perm=3).values)
+    with pytest.raises(UserError, match="summaries were computed for cka"):
+        permutation_null("cka", xs, ys, n_perm=3, summaries=s, estimator="biased")
 
 
 def test_calibrated_score_formula():

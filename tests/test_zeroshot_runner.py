@@ -20,7 +20,7 @@ from platobench.bench.results import load_record
 from platobench.bench.run_command import SCORERS
 from platobench.bench.runner import Job, RunOptions, execute, plan_rows
 from platobench.bench.settings import Catalog, Setting
-from platobench.bench.zeroshot_inputs import PromptSet, ZeroshotOptions, first_per_class, prompt_set
+from platobench.bench.zeroshot_inputs import ZeroshotOptions, first_per_class, prompt_set
 from platobench.bench.zeroshot_scoring import random_matching_tail
 from platobench.data import ClassDataset, PairedDataset
 from platobench.encoders import TextEncoder, VisionEncoder
@@ -280,6 +280,11 @@ def test_an_unavailable_dataset_fails_its_jobs_only(toy_data, tmp_path, monkeypa
     assert list(summary.failed) == ["zs-toy: toy/text x toy/vision"]
     assert "is not installed" in summary.failed["zs-toy: toy/text x toy/vision"]
     assert len(summary.written) == 1
+
+
+def test_prh_preprocessing_is_refused_for_zeroshot(toy_data, tmp_path):
+    summary = run([Job(zs_setting(preprocess="prh"), TEXT, VISION)], tmp_path)
+    assert "l2-normalises embeddings itself" in summary.failed["zs-toy: toy/text x toy/vision"]
 
 
 # ------------------------------------------------------------------------------------- prompts, options

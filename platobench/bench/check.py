@@ -44,8 +44,11 @@ class Diff:
     recorded: float | None
     recomputed: float | None
     delta: float | None
+    reshaped: bool = False  # the layer grid changed shape: always a move
 
     def moved(self, tol: float) -> bool:
+        if self.reshaped:
+            return True
         if self.recorded is None and self.recomputed is None:
             return False
         if self.delta is None or math.isnan(self.delta):
@@ -90,7 +93,7 @@ def compare(old: ResultRecord, new: ResultRecord, *, statistics: bool = True) ->
     if old.grid is not None or new.grid is not None:
         if old.grid is None or new.grid is None or [len(r) for r in old.grid] != [len(r) for r in new.grid]:
             shape = lambda g: None if g is None else f"{len(g)}x{len(g[0])}"  # noqa: E731
-            diffs.append(Diff(f"grid shape {shape(old.grid)} -> {shape(new.grid)}", None, None, None))
+            diffs.append(Diff(f"grid shape {shape(old.grid)} -> {shape(new.grid)}", None, None, None, reshaped=True))
         else:
             cells = [(abs(a - b), i, j) for i, (ra, rb) in enumerate(zip(old.grid, new.grid))
                      for j, (a, b) in enumerate(zip(ra, rb))]

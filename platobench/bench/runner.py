@@ -77,35 +77,36 @@ class JobInputs:
         return self.image_data, "image", None
 
 
-def job_inputs(setting: Setting, limit: int | None, cache: dict[Any, JobInputs | Exception]) -> JobInputs:
-    """The inputs of `setting` (memoised in `cache`, failures included). Paired: the dataset's images and
-    caption `caption_index`. Zero-shot: the class dataset's images and its class prompts."""
-    k: Any = (setting.kind, setting.dataset, setting.caption_index)
+def job_inputs(setting: Setting, limit: int | None, cache: dict[Any, Any]) -> JobInputs:
+    """The inputs of `setting`; datasets are memoised in `cache` (failures included). Paired: the
+    dataset's images and caption `caption_index`. Zero-shot: the class dataset's images and its prompts."""
+    k: Any = (setting.kind, setting.dataset)
     if setting.kind == "zeroshot":
-        k = (setting.kind, setting.dataset, tuple(sorted((o, repr(v)) for o, v in setting.options.items())))
+        k += (tuple(sorted((o, repr(v)) for o, v in setting.options.items())),)
     if k not in cache:
         try:
             if setting.kind == "zeroshot":
-                ds, prompts = zeroshot_inputs(setting, limit)
-                cache[k] = JobInputs(prompts, prompts.prompt, prompts.texts, ds, False,
-                                     {"labels": ds.labels, "prompts": prompts})
+                cache[k] = zeroshot_inputs(setting, limit)
             else:
-                ds = get_dataset(setting.dataset, limit=limit)
-                cache[k] = JobInputs(ds, f"caption:{setting.caption_index}", None, ds, True, {})
-        except Exception as exc:  # one unavailable dataset must not stop the others
+                cache[k] = get_dataset(setting.dataset, limit=limit)
+        except Exception as exc:  # noqa: BLE001 -- one unavailable dataset must not stop the others
             cache[k] = exc
     got = cache[k]
     if isinstance(got, UserError):
         raise got
     if isinstance(got, Exception):
-        raise RuntimeError(f"inputs of setting {setting.id} (dataset {setting.dataset}): {got}") from got
-    return got
+        raise RuntimeError(f"inputs of setting {setting.id} (dataset {setting.dataset}): {got}") from got  # noqa: TRY004
+    if setting.kind == "zeroshot":
+        ds, prompts = got
+        kwargs = {"labels": ds.labels, "prompts": prompts}
+        return JobInputs(prompts, prompts.prompt, prompts.texts, ds, False, kwargs)
+    return JobInputs(got, f"caption:{setting.caption_index}", None, got, True, {})
 
 
 def plan_rows(jobs: list[Job], opts: RunOptions, store: FeatureStore) -> list[dict[str, Any]]:
     """One row per (model, dataset) extraction the jobs need: name, dataset, params, GPU GiB, cached."""
     rows: dict[tuple[str, str, str], dict[str, Any]] = {}
-    cache: dict[Any, JobInputs | Exception] = {}
+    cache: dict[Any, Any] = {}
     dev = resolve_device(opts.device)
     for job in jobs:
         for spec in (job.language, job.vision):
@@ -115,7 +116,8 @@ def plan_rows(jobs: list[Job], opts: RunOptions, store: FeatureStore) -> list[di
                 cached: Any = store.get(feature_key(spec, data, prompt=prompt, device=dev)) is not None
                 dataset = data.name
             except (UserError, RuntimeError) as exc:
-                k, cached, dataset = (spec.name, job.setting.dataset, "?"), f"unavailable: {exc}", job.setting.dataset
+                k, dataset = (spec.name, job.setting.dataset, "?"), job.setting.dataset
+                cached = f"unavailable: {exc}"
             if k in rows:
                 continue
             rows[k] = {
@@ -144,7 +146,7 @@ def execute(
     """Run every job; errors are caught per model and per pair and reported in the summary."""
     summary = RunSummary()
     entries: dict[tuple[str, str, str], FeatureEntry | Exception] = {}
-    inputs_cache: dict[Any, JobInputs | Exception] = {}
+    inputs_cache: dict[Any, Any] = {}
 
     def features(spec: ModelSpec, inputs: JobInputs) -> FeatureEntry:
         data, prompt, texts = inputs.of(spec)
@@ -185,7 +187,8 @@ def execute(
             record = scorers[job.setting.kind](
                 job.setting, job.language, job.vision, list(a.layers), list(b.layers),
                 DatasetRef(name=ds.name, revision=ds.revision, n=len(ds), fingerprint=ds.fingerprint),
-                inputs=inputs, revisions=(a.key["model_revision"], b.key["model_revision"]), **job_in.scorer_kwargs,
+                inputs=inputs, revisions=(a.key["model_revision"], b.key["model_revision"]),
+                **job_in.scorer_kwargs,
             )
             record.extra["setting_config"] = job.setting.model_dump(mode="json")
             summary.written.append(str(write_record(opts.out, record)))

@@ -44,7 +44,7 @@ def score_paired(
     if setting.n_perm > 0:
         res = permutation_null(
             setting.metric, lang_layers, vis_layers, selection=setting.selection, n_perm=setting.n_perm,
-            seed=setting.seed, preprocess=setting.preprocess, **params,
+            seed=setting.seed, preprocess=setting.preprocess, summaries=summaries, **params,
         )
         null = NullRef(mean=res.mean, std=res.std, p_value=res.p_value, n_perm=res.n_perm, seed=res.seed)
         calibrated = res.calibrated

@@ -28,7 +28,7 @@ class Setting(BaseModel):
     caption_index: int = 0
     metric: str
     params: dict[str, Any] = Field(default_factory=dict)
-    preprocess: Literal["none", "l2", "prh"] = "none"
+    preprocess: Literal["none", "l2", "prh", "prh_exact"] = "none"
     selection: str = "best"  # best | last | fixed:i,j
     n_perm: int = Field(default=100, ge=0, description="permutation-null draws (0: no null)")
     n_ci: int = Field(default=50, ge=0, description="subsamples for the confidence interval (0: none)")

@@ -60,7 +60,9 @@ class ZeroshotOptions(BaseModel):
             where = ".".join(str(p) for p in first["loc"])
             raise UserError(f"setting {setting.id!r}: options.{where}: {first['msg']}") from None
         if opts.solver not in SOLVERS:
-            raise UserError(f"setting {setting.id!r}: options.solver must be one of {list(SOLVERS)}, got {opts.solver!r}")
+            raise UserError(
+                f"setting {setting.id!r}: options.solver must be one of {list(SOLVERS)}, got {opts.solver!r}"
+            )
         if not opts.seeds or any(s < 0 for s in opts.seeds):
             raise UserError(f"setting {setting.id!r}: options.seeds must be a non-empty list of integers >= 0")
         return opts
@@ -151,7 +153,9 @@ def zeroshot_inputs(setting: Setting, limit: int | None = None) -> tuple[ClassDa
         ds_options["templates"] = opts.templates
     if opts.prompts == "gloss":
         if "descriptions" not in options_of(setting.dataset):
-            raise UserError(f"setting {setting.id!r}: dataset {setting.dataset!r} has no class descriptions for prompts 'gloss'")
+            raise UserError(
+                f"setting {setting.id!r}: dataset {setting.dataset!r} has no class descriptions for prompts 'gloss'"
+            )
         ds_options["descriptions"] = "wordnet"
     dataset = get_dataset(setting.dataset, limit=limit, **ds_options)
     if not isinstance(dataset, ClassDataset):

@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from fractions import Fraction
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -84,7 +85,9 @@ def score_zeroshot(
     t0 = time.perf_counter()
     opts = ZeroshotOptions.of(setting)
     if setting.preprocess == "prh":
-        raise UserError(f"setting {setting.id!r}: zero-shot matching l2-normalises embeddings itself; use preprocess none or l2")
+        raise UserError(
+            f"setting {setting.id!r}: zero-shot matching l2-normalises embeddings itself; use preprocess none or l2"
+        )
     if not lang_layers or not vis_layers:
         raise UserError("zero-shot scoring needs at least one layer of each model")
     if any(t.shape[0] != len(prompts) for t in lang_layers):

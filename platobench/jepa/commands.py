@@ -53,7 +53,8 @@ def register(subparsers: Any) -> None:
     tr.add_argument("--steps", type=int, default=DEFAULT_STEPS, help=f"optimiser steps (default {DEFAULT_STEPS})")
     tr.add_argument("--seed", type=int, default=0, help="seed of initialisation, pair sampling and dropout (default 0)")
     tr.add_argument("--batch-size", type=int, default=64, help="pairs per step per process (default 64)")
-    tr.add_argument("--lr", type=float, default=1e-3, help="peak AdamW learning rate (default 1e-3)")
+    tr.add_argument("--lr", type=float, default=None,
+                    help="peak AdamW learning rate (default by size: tiny 1e-3, 33m 5e-4, 109m 3e-4)")
     tr.add_argument("--predictor", action="store_true",
                     help="add a predictor head: view a's embedding predicts view b's (default: match directly)")
     tr.add_argument("--heldout", type=float, default=0.2,
@@ -82,7 +83,7 @@ def _check_args(args: argparse.Namespace) -> None:
         raise UserError(f"--steps {args.steps}: expected a positive number of steps")
     if args.batch_size < 2:
         raise UserError(f"--batch-size {args.batch_size}: expected at least 2 pairs (variance needs two samples)")
-    if not args.lr > 0:
+    if args.lr is not None and not args.lr > 0:
         raise UserError(f"--lr {args.lr}: expected a positive learning rate")
     if not 0 < args.heldout < 1:
         raise UserError(f"--heldout {args.heldout}: expected a share strictly between 0 and 1")

@@ -44,6 +44,8 @@ def export_run(
     max_tokens = config.max_tokens or SIZES[config.size].max_tokens
     result.tokenizer.model_max_length = max_tokens  # loaders then truncate exactly as training did
     settings = {k: v for k, v in dataclasses.asdict(config).items() if k != "views"}
+    settings["lr"] = config.lr or SIZES[config.size].lr
+    settings["max_tokens"] = max_tokens
     metadata = {
         "name": name,
         "pooling": "avg",

@@ -63,7 +63,8 @@ def split(corpus: CaptionCorpus, heldout_fraction: float) -> tuple[list[int], li
 @dataclass(frozen=True)
 class TrainConfig:
     """Hyper-parameters. weights: VICReg coefficients; predictor: add a predictor head (JEPA form);
-    batch_size: pairs per process per step; max_tokens: truncation length (None: the size's maximum);
+    batch_size: pairs per process per step; lr: peak learning rate (None: the size's default);
+    max_tokens: truncation length (None: the size's maximum);
     eval_pairs: held-out pairs measured before/after training; log_every: steps between progress lines
     (0: steps // 10)."""
 
@@ -72,7 +73,7 @@ class TrainConfig:
     steps: int = 300
     seed: int = 0
     batch_size: int = 64
-    lr: float = 1e-3
+    lr: float | None = None
     weight_decay: float = 0.05
     warmup_fraction: float = 0.1
     weights: LossWeights = field(default_factory=LossWeights)
@@ -164,7 +165,8 @@ def train(
     )
     evaluate = _Evaluator(corpus, heldout_idx, config, tokenizer, max_tokens, accelerator.device)
     trainable = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(trainable, lr=config.lr, weight_decay=config.weight_decay, fused=True)
+    lr = config.lr or SIZES[config.size].lr
+    optimizer = torch.optim.AdamW(trainable, lr=lr, weight_decay=config.weight_decay, fused=True)
     schedule = get_cosine_schedule_with_warmup(optimizer, int(config.warmup_fraction * config.steps), config.steps)
     model, optimizer = accelerator.prepare(model, optimizer)
     unwrapped: TextJEPA = accelerator.unwrap_model(model)

@@ -14,6 +14,7 @@ from safetensors.torch import load_file
 from platobench.errors import UserError
 from platobench.metrics import get_metric, list_metrics
 from platobench.metrics.api import summarize_layers
+from platobench.metrics.preprocess import PREPROCESS_MODES
 from platobench.metrics.selection import select
 
 
@@ -32,7 +33,7 @@ def register(subparsers: Any) -> None:
     )
     s.add_argument("--metric", required=True, help="metric id (see `platobench metrics`)")
     s.add_argument("--param", action="append", default=[], metavar="NAME=VALUE", help="metric parameter (repeatable), e.g. k=10")
-    s.add_argument("--preprocess", default="none", choices=("none", "l2", "prh"), help="feature preprocessing")
+    s.add_argument("--preprocess", default="none", choices=sorted(PREPROCESS_MODES), help="feature preprocessing")
     s.add_argument("--selection", default="best", help="best | last | i,j")
     s.add_argument("--x", type=Path, help="features file of the first model")
     s.add_argument("--y", type=Path, help="features file of the second model")

@@ -21,7 +21,9 @@ while the published default is the per-sample mean, so `prh` follows the referen
 Differences from the reference, on purpose: the stack's layers may differ in width (each sample's
 values are then the concatenation of its layers; the reference clamps a list-of-layers file layer by
 layer); float64 inputs stay float64 (the reference casts to float32 first). For float32 inputs c is the
-same float32 number the reference computes, bit for bit. The clamp value is computed streaming: one
+float32 number the reference's `remove_outliers` returns under the installed torch, bit for bit (torch
+versions differ in the last bit of `torch.quantile`: 2.14 forms the rank q (n - 1) in float64, older
+releases in float32; `prh` calls `torch.quantile` itself, so it follows the installed one). The clamp value is computed streaming: one
 layer at a time, keeping only the top (1 - q) share of |x| (per sample for `prh`, overall for
 `prh_exact`) that the order statistics need, so the whole stack is never held in memory.
 """
@@ -29,7 +31,8 @@ layer at a time, keeping only the top (1 - q) share of |x| (per sample for `prh`
 from __future__ import annotations
 
 import math
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F

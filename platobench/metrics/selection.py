@@ -4,7 +4,10 @@ Specs (strings, so they fit a CLI flag or a settings file):
   "best"    the best pair over the whole grid: max for higher-is-better metrics, min for lower-is-better
             ones. This is the PRH protocol (platonic-rep `measure_alignment.compute_score` keeps the
             max over all layer pairs); ties go to the first pair in row-major order (lowest x layer,
-            then lowest y layer), as in the reference's strict `>` scan.
+            then lowest y layer), as in that function's strict `>` scan. (`compute_alignment` calls it
+            as compute_score(y, x), so the reference scans the second model's layers first: the score
+            is the same, only the indices of exactly tied pairs can differ. Unlike the reference, which
+            starts from 0 and returns no indices when every score is <= 0, any grid has a best pair.)
   "last"    the last layer of each model, (Lx - 1, Ly - 1).
   "i,j"     fixed layer indices (negative indices count from the end), e.g. "11,-1".
 

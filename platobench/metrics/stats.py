@@ -27,8 +27,9 @@ Gram row, so kNN overlap and CKA are inflated and the bootstrap distribution is 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -133,16 +134,23 @@ def permutation_null(
     n_perm: int = 100,
     seed: int = 0,
     preprocess: str = "none",
+    summaries: LayerSummaries | None = None,
     **params: Any,
 ) -> NullResult:
     """Permutation null of the selected score of metric(Xs, Ys) (layer stacks as in `layer_grid`).
 
     selection: "best" (best pair, taken inside every draw), "last" or "i,j" / (i, j).
     n_perm: number of shuffles B >= 1; seed: torch.Generator seed of the shuffles.
+    summaries: optionally, `summarize_layers(metric, Xs, Ys, preprocess=..., **params)` already
+        computed by the caller for the observed grid, so that the per-layer work is not redone.
     """
     n_perm = check_int(n_perm, "n_perm", 1)
     seed = check_int(seed, "seed", 0)
-    summaries = summarize_layers(metric, Xs, Ys, preprocess=preprocess, **params)
+    if summaries is None:
+        summaries = summarize_layers(metric, Xs, Ys, preprocess=preprocess, **params)
+    elif summaries.metric.id != metric or summaries.params != summaries.metric.resolve_params(params):
+        raise UserError(f"summaries were computed for {summaries.metric.id} {summaries.params}, "
+                        f"not for {metric} with parameters {params}")
     m = summaries.metric
     grid = summaries.grid()
     chosen = select(grid, selection, m.higher_is_better)

@@ -74,8 +74,8 @@ def davis_kahan_bound(W_a: np.ndarray, W_b: np.ndarray, p: np.ndarray, d: int) -
         if op < gap:
             s = min(s, min(np.sqrt(d) * op, fro) / (gap - op))
     return BoundReport(
-        bound=min(2.0, 2.0 * s * s / d),
-        sin_theta_bound=s,
+        bound=float(min(2.0, 2.0 * s * s / d)),
+        sin_theta_bound=float(s),
         perturbation_op=op,
         perturbation_fro=fro,
         gap_a=gap_a,

@@ -16,34 +16,18 @@ Every world and run draws from its own generator seeded by (seed, index), so tab
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import asdict, dataclass
-from typing import Iterator
 
 import numpy as np
 import scipy.optimize
-import torch
-from threadpoolctl import threadpool_limits
 
 from platobench.errors import UserError
 from platobench.theory import worlds as wd
 from platobench.theory.bound import davis_kahan_bound, misalignment
-from platobench.theory.spectral import spectral_embedding, whitened_laplacian, complement_basis
+from platobench.theory.spectral import complement_basis, spectral_embedding, whitened_laplacian
+from platobench.theory.threads import single_threaded
 
 VIOLATION_SLACK = 1e-9
-
-
-@contextlib.contextmanager
-def single_threaded() -> Iterator[None]:
-    """One BLAS / torch thread: the matrices here are at most 120 x 120, where threading only adds
-    synchronisation cost (over 10x on a loaded 2-core machine)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with threadpool_limits(limits=1):
-            yield
-    finally:
-        torch.set_num_threads(before)
 
 
 @dataclass(frozen=True)
@@ -93,10 +77,10 @@ def one_world(seed: int, index: int) -> WorldResult:
     b = davis_kahan_bound(W_a, W_b, world.p, d)
     return WorldResult(
         index=index, family=world.family, n=n, d=d, mismatch=mismatch, share=share,
-        adversarial=adversarial, misalignment=rho, bound=b.bound,
+        adversarial=adversarial, misalignment=rho, bound=float(b.bound),
         ratio=rho / b.bound if b.bound > 0 else None, gap_a=b.gap_a, gap_b=b.gap_b,
-        perturbation_op=b.perturbation_op, informative=b.informative,
-        violation=rho > b.bound + VIOLATION_SLACK,
+        perturbation_op=b.perturbation_op, informative=bool(b.informative),
+        violation=bool(rho > b.bound + VIOLATION_SLACK),
     )
 
 

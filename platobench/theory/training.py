@@ -20,6 +20,7 @@ import torch
 
 from platobench.errors import UserError
 from platobench.theory.spectral import whiten
+from platobench.theory.threads import single_threaded
 
 ENCODERS = ("linear", "mlp")
 
@@ -89,7 +90,8 @@ def train_jepa(
         losses.append(loss.item())
         return loss
 
-    opt.step(closure)
+    with single_threaded():
+        opt.step(closure)
     with torch.no_grad():
         F = net(x).numpy()
     return TrainedJEPA(U=whiten(F, p), losses=np.asarray(losses))
