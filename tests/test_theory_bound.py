@@ -75,7 +75,7 @@ def test_bound_holds_on_random_worlds(seed, n, d, share, kind):
 
 def test_bound_is_informative_for_small_perturbations():
     """Not vacuous: a tiny rewiring gives a bound far below its trivial value 2, and ρ under it."""
-    rho, b = _check_world(seed=4, n=40, d=3, share=0.003, kind="rewire")
+    rho, b = _check_world(seed=4, n=40, d=3, share=0.001, kind="rewire")
     assert b.informative and b.bound < 0.1
     assert rho > 0
 

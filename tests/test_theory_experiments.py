@@ -4,9 +4,16 @@ import numpy as np
 import pytest
 
 from platobench.errors import UserError
-from platobench.theory.experiments import fit_scaling_law, run_scaling, run_worlds, scaling_law, scaling_run, scaling_world
+from platobench.theory.experiments import (
+    fit_scaling_law,
+    run_scaling,
+    run_worlds,
+    scaling_law,
+    scaling_run,
+    scaling_world,
+)
 
-SMALL = dict(goods=(0.6, 0.8, 1.0), pair_counts=(300, 3000, 30_000), fit_seeds=1, heldout=6)
+SMALL = {"goods": (0.6, 0.8, 1.0), "pair_counts": (300, 3000, 30_000), "fit_seeds": 1, "heldout": 6}
 
 
 def test_worlds_table_reproduces_exactly_and_depends_on_seed():

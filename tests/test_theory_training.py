@@ -9,7 +9,7 @@ from platobench.theory import worlds as wd
 from platobench.theory.bound import misalignment
 from platobench.theory.experiments import TRAINING_TOLERANCE, run_training
 from platobench.theory.spectral import spectral_embedding
-from platobench.theory.training import train_jepa, whitened_outputs
+from platobench.theory.training import pairs_laplacian, train_jepa, whitened_outputs
 
 
 def test_whitened_outputs_have_identity_covariance_under_p():
@@ -19,6 +19,14 @@ def test_whitened_outputs_have_identity_covariance_under_p():
     Z = whitened_outputs(F, p)
     torch.testing.assert_close(p @ Z, torch.zeros(3, dtype=torch.float64), atol=1e-12, rtol=0)
     torch.testing.assert_close(Z.T @ (p[:, None] * Z), torch.eye(3, dtype=torch.float64), atol=1e-12, rtol=0)
+
+
+def test_laplacian_loss_is_the_mean_over_sampled_pairs():
+    rng = np.random.default_rng(2)
+    i, j = rng.integers(0, 9, size=500), rng.integers(0, 9, size=500)
+    Z = torch.from_numpy(rng.standard_normal((9, 3)))
+    per_pair = (Z[torch.from_numpy(i)] - Z[torch.from_numpy(j)]).pow(2).sum(1).mean()
+    assert float(2 * torch.trace(Z.T @ pairs_laplacian((i, j), 9) @ Z)) == pytest.approx(float(per_pair), rel=1e-12)
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +53,7 @@ def test_trained_jepa_matches_closed_form_up_to_rotation(small_world, encoder, o
 def test_untrained_encoder_is_not_the_solution(small_world):
     """Guards against a check that cannot fail: one step from the initialisation is far away."""
     w, pairs, closed = small_world
-    trained = train_jepa(wd.one_hot_observations(w.n), w.p, pairs, 2, steps=1, seed=0)
+    trained = train_jepa(wd.one_hot_observations(w.n), w.p, pairs, 2, max_iter=1, seed=0)
     assert misalignment(trained.U, closed.U) > 1e-3
 
 

@@ -73,8 +73,9 @@ class ToyText(TextEncoder):
 
 
 class ToyVision(VisionEncoder):
-    """Reads the class (red channel) and the sample (green) of a solid-colour image; both layers give the
-    rotated class prototype plus small per-sample noise."""
+    """Reads the class (red channel) and the sample (green) of a solid-colour image. Layer 0 is the same
+    vector for every image (like a ViT's CLS token at the embedding layer); layer 1 is the rotated class
+    prototype plus small per-sample noise."""
 
     def __init__(self, spec: ModelSpec) -> None:
         self.spec, self.device = spec, torch.device("cpu")
@@ -87,7 +88,7 @@ class ToyVision(VisionEncoder):
             noise = 0.02 * np.random.default_rng([c, k]).standard_normal(DIM)
             rows.append((PROTOTYPES[c // 30] + noise) @ ROTATION)
         out = torch.tensor(np.array(rows), dtype=torch.float32)
-        return [out, 3.0 * out]
+        return [torch.ones_like(out), 3.0 * out]
 
 
 def toy_text(spec, *, device, dtype, home):
@@ -211,13 +212,23 @@ def test_best_selection_reports_grid_caveat_and_label_free_choice(toy_data, tmp_
     rec = only_record(run([Job(zs_setting(selection="best"), TEXT, VISION)], tmp_path))
     grid = np.array(rec.grid)
     assert grid.shape == (3, 2)
-    assert (grid[1:] == 1.0).all()  # text layers 1 and 2 carry the classes, layer 0 is noise
-    assert rec.layers == (1, 0) and rec.score == 1.0  # first maximum in row-major order
-    assert rec.last_layer_score == 1.0
+    assert (grid[1:, 1] == 1.0).all()  # text layers 1 and 2 carry the classes, layer 0 is noise
+    assert grid[0, 1] < 1.0
+    # vision layer 0 is one vector for all images: no geometry, chance in the grid, never selected
+    assert grid[:, 0].tolist() == pytest.approx([1 / C] * 3)
+    assert rec.extra["unscorable_cells"]["layers"] == [[0, 0], [1, 0], [2, 0]]
+    assert "constant off-diagonal" in rec.extra["unscorable_cells"]["errors"][0]
+    assert rec.layers == (1, 1) and rec.score == 1.0  # first maximum in row-major order
+    assert rec.last_layer_score == 1.0 and rec.extra["last_layers"]["top5"]["mean"] == 1.0
     assert rec.null is None and rec.calibrated is None  # no exact null for a label-chosen layer pair
     assert "not pair-free" in rec.extra["selection_caveat"]
-    assert rec.extra["label_free_choice"]["layers"][0] in (1, 2)
+    assert rec.extra["label_free_choice"]["layers"] in ([1, 1], [2, 1])
     assert rec.extra["label_free_choice"]["top1"] == 1.0
+
+
+def test_an_unmatchable_fixed_layer_fails_with_the_reason(toy_data, tmp_path):
+    summary = run([Job(zs_setting(selection="-1,0"), TEXT, VISION)], tmp_path)
+    assert "constant off-diagonal entries" in summary.failed["zs-toy: toy/text x toy/vision"]
 
 
 def test_cache_keys_cover_the_prompts_and_reruns_reuse_everything(toy_data, tmp_path):

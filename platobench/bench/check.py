@@ -23,8 +23,8 @@ from typing import Any
 
 from platobench.bench.results import ResultRecord, load_records
 from platobench.bench.run_command import SCORERS, add_catalog_options
+from platobench.bench.runner import JobInputs, job_inputs
 from platobench.bench.settings import Catalog, Setting
-from platobench.data import get_dataset
 from platobench.encoders.runtime import resolve_device
 from platobench.errors import UserError
 from platobench.features.extract import extract, feature_key
@@ -92,7 +92,7 @@ def compare(old: ResultRecord, new: ResultRecord, *, statistics: bool = True) ->
     diffs = [_diff(f, _get(old, f), _get(new, f)) for f in SCORE_FIELDS + (STAT_FIELDS if statistics else ())]
     if old.grid is not None or new.grid is not None:
         if old.grid is None or new.grid is None or [len(r) for r in old.grid] != [len(r) for r in new.grid]:
-            shape = lambda g: None if g is None else f"{len(g)}x{len(g[0])}"  # noqa: E731
+            shape = lambda g: None if g is None else f"{len(g)}x{len(g[0])}"
             diffs.append(Diff(f"grid shape {shape(old.grid)} -> {shape(new.grid)}", None, None, None, reshaped=True))
         else:
             cells = [(abs(a - b), i, j) for i, (ra, rb) in enumerate(zip(old.grid, new.grid))
@@ -109,8 +109,8 @@ class Checker:
                  allow_extract: bool = True, statistics: bool = True, progress: bool = False) -> None:
         self.zoo, self.catalog, self.store = zoo, catalog, store
         self.device, self.allow_extract, self.statistics, self.progress = device, allow_extract, statistics, progress
-        self._datasets: dict[tuple[str, int], Any] = {}
-        self._entries: dict[tuple[str, str, int, str], FeatureEntry] = {}
+        self._inputs: dict[int | None, dict[Any, Any]] = {}  # per limit: the runner's memo of datasets
+        self._entries: dict[tuple[str, str, str], FeatureEntry] = {}
 
     def setting_of(self, record: ResultRecord) -> tuple[Setting, list[str]]:
         config = record.extra.get("setting_config")
@@ -123,48 +123,54 @@ class Checker:
             raise UserError(f"the record has no setting_config and no setting {record.setting!r} is in the catalog")
         return self.catalog.settings[record.setting], ["no setting_config in the record: used the catalog's setting"]
 
-    def dataset(self, setting: Setting, record: ResultRecord) -> Any:
-        k = (setting.dataset, record.dataset.n)
-        if k not in self._datasets:
-            self._datasets[k] = get_dataset(setting.dataset, limit=record.dataset.n)
-        ds = self._datasets[k]
-        if ds.fingerprint != record.dataset.fingerprint or len(ds) != record.dataset.n:
-            raise UserError(
-                f"the samples of {setting.dataset} (n={len(ds)}, fingerprint {ds.fingerprint[:12]}) differ from the "
-                f"record's (n={record.dataset.n}, fingerprint {record.dataset.fingerprint[:12]})"
-            )
-        return ds
+    def inputs(self, setting: Setting, record: ResultRecord) -> JobInputs:
+        """The runner's inputs of `setting` on the record's samples: built with the record's n, else
+        whole; UserError when neither has the record's dataset fingerprint."""
+        found = []
+        for limit in dict.fromkeys((record.dataset.n, None)):
+            job_in = job_inputs(setting, limit, self._inputs.setdefault(limit, {}))  # its memo ignores limit
+            ds = job_in.image_data
+            if ds.fingerprint == record.dataset.fingerprint and len(ds) == record.dataset.n:
+                return job_in
+            found.append(f"n={len(ds)}, fingerprint {ds.fingerprint[:12]}")
+        raise UserError(
+            f"the samples of {setting.dataset} ({' or '.join(found)}) differ from the record's "
+            f"(n={record.dataset.n}, fingerprint {record.dataset.fingerprint[:12]})"
+        )
 
-    def features(self, spec: ModelSpec, setting: Setting, ds: Any) -> FeatureEntry:
-        prompt = f"caption:{setting.caption_index}" if spec.modality == "text" else "image"
-        k = (spec.name, ds.name, len(ds), prompt)
+    def features(self, spec: ModelSpec, job_in: JobInputs) -> FeatureEntry:
+        data, prompt, texts = job_in.of(spec)
+        k = (spec.name, data.fingerprint, prompt)
         if k not in self._entries:
-            entry = self.store.get(feature_key(spec, ds, prompt=prompt, device=resolve_device(self.device)))
+            entry = self.store.get(feature_key(spec, data, prompt=prompt, device=resolve_device(self.device)))
             if entry is None:
                 if not self.allow_extract or spec.source_type not in OFFLINE_SOURCES:
                     why = ("extraction is disabled (--no-extract)" if not self.allow_extract
                            else f"a {spec.source_type} model is not extracted by check")
-                    raise UserError(f"features of {spec.name} on {ds.name} (n={len(ds)}) are not cached and {why}; "
-                                    "run `platobench run` for this pair first")
-                entry, _ = extract(spec, ds, store=self.store, prompt=prompt, device=self.device, progress=self.progress)
+                    raise UserError(f"features of {spec.name} on {data.name} (n={len(data)}) are not cached and "
+                                    f"{why}; run `platobench run` for this pair first")
+                entry, _ = extract(spec, data, store=self.store, prompt=prompt, texts=texts, device=self.device,
+                                   progress=self.progress)
             self._entries[k] = entry
         return self._entries[k]
 
     def check(self, record: ResultRecord) -> tuple[Outcome, ResultRecord | None]:
-        """Recompute one record: (outcome without a status decision on tolerance, recomputed record)."""
+        """Recompute one record: (outcome with its diffs — status is decided by `run_check` —, the
+        recomputed record or None when it could not be recomputed)."""
         out = Outcome(record.setting, record.language.name, record.vision.name, status="skipped")
         try:
             setting, out.notes = self.setting_of(record)
             if setting.kind not in SCORERS:
                 raise UserError(f"setting kind {setting.kind!r} has no scorer")
             lang, vis = self.zoo.get(record.language.name), self.zoo.get(record.vision.name)
-            ds = self.dataset(setting, record)
-            a, b = self.features(lang, setting, ds), self.features(vis, setting, ds)
-            check_same_samples(a, b)
+            job_in = self.inputs(setting, record)
+            a, b = self.features(lang, job_in), self.features(vis, job_in)
+            if job_in.paired:
+                check_same_samples(a, b)
         except UserError as exc:
             out.reason = str(exc)
             return out, None
-        except Exception as exc:  # an extraction that crashes must not stop the other records' checks
+        except Exception as exc:  # noqa: BLE001 — a crashing extraction must not stop the other records' checks
             out.reason = f"inputs could not be prepared: {type(exc).__name__}: {exc}"
             return out, None
         inputs = {"language": a.digest, "vision": b.digest}
@@ -174,7 +180,7 @@ class Checker:
             setting = setting.model_copy(update={"n_perm": 0, "n_ci": 0})
         new = SCORERS[setting.kind](
             setting, lang, vis, list(a.layers), list(b.layers), record.dataset, inputs=inputs,
-            revisions=(a.key["model_revision"], b.key["model_revision"]),
+            revisions=(a.key["model_revision"], b.key["model_revision"]), **job_in.scorer_kwargs,
         )
         out.diffs = compare(record, new, statistics=self.statistics)
         out.layers = (record.layers, new.layers)

@@ -167,8 +167,8 @@ def render(boards: list[Board], records: list[ResultRecord], paper: list[dict[st
     parts = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">', "<title>platobench leaderboard</title>",
         f"<style>{_CSS}</style></head><body>", "<h1>platobench leaderboard</h1>",
-        f"<p>{len(records)} result records. Click a column header to sort; "
-        "<code>missing</code> marks a value that was not measured (it sorts last).</p>",
+        (f"<p>{len(records)} result records. Click a column header to sort; "
+         "<code>missing</code> marks a value that was not measured (it sorts last).</p>"),
         f'<label>model family: <select id="family"><option value="">all</option>{options}</select></label>',
         "<noscript><p>The ranked tables need JavaScript; README.md and leaderboard.csv hold the same data.</p></noscript>",
     ]
@@ -196,8 +196,8 @@ def render(boards: list[Board], records: list[ResultRecord], paper: list[dict[st
         parts += [f"<p>not plotted: {html.escape(n)}</p>" for n in plots.get("notes", [])]
     parts += [
         "<h2>Reported by papers (not measured here)</h2>",
-        "<p>Copied from the papers cited below for comparison only: other code, data and model versions. "
-        "These are <strong>not</strong> platobench measurements and never enter the ranked tables.</p>",
+        ("<p>Copied from the papers cited below for comparison only: other code, data and model versions. "
+         "These are <strong>not</strong> platobench measurements and never enter the ranked tables.</p>"),
         _static_table(["source", "language model", "vision model", "metric", "value", "note"], [(
             [p["source"], p["language"], p["vision"], p["metric"], f"{p['value']:.3f}", p.get("note", "")], None,
         ) for p in paper], cls="paper"),

@@ -3,9 +3,10 @@
 1. validate: FILE is a zoo file (the format of `model_zoo.yaml`, or a bare list of entries as written by
    `platobench jepa train`); each entry is a full `ModelSpec` (hub id, local folder, or a Python
    "module:function" returning an encoder — FILE's folder is importable), with a new name and num_layers;
-2. mock pass on a few samples: the encoder loads, returns one [B, D_l] float32 tensor per zoo layer with the
-   widths it declares, no NaN/inf, not the same vector for every sample, and the same values when the same
-   batch is encoded twice (determinism: no dropout left on, no sampling);
+2. mock pass on a few paired samples (the first paired setting's dataset, else openclipart-1024): the
+   encoder loads, returns one [B, D_l] float32 tensor per zoo layer with the widths it declares, no
+   NaN/inf, not the same vector for every sample, and the same values when the same batch is encoded
+   twice (determinism: no dropout left on, no sampling);
 3. run the chosen settings (default: the offline `demo` group) against the references of a pair set — the
    vision models for a text encoder, the language models for a vision encoder — through the same runner
    as `platobench run`, writing one record per pair x setting;
@@ -29,8 +30,8 @@ from platobench.bench.pairs import resolve_pairs
 from platobench.bench.results import ResultRecord, load_record, load_records, record_path
 from platobench.bench.run_command import SCORERS, add_catalog_options
 from platobench.bench.runner import Job, RunOptions, RunSummary, execute
-from platobench.bench.settings import Catalog, Setting
-from platobench.data import get_dataset
+from platobench.bench.settings import Catalog
+from platobench.data import DEFAULT_PAIRED, get_dataset
 from platobench.errors import UserError
 from platobench.features.extract import encode_images, encode_texts
 from platobench.features.store import FeatureStore
@@ -117,19 +118,20 @@ def check_outputs(spec: ModelSpec, encoder: Any, first: list[torch.Tensor], seco
     return worst
 
 
-def mock_pass(spec: ModelSpec, setting: Setting, *, samples: int = 4, device: str = "cpu") -> MockReport:
-    """Load the encoder and encode the first `samples` samples of `setting`'s dataset twice; UserError
-    listing every problem found (see `check_outputs`)."""
+def mock_pass(spec: ModelSpec, dataset: str = DEFAULT_PAIRED, *, caption_index: int = 0, samples: int = 4,
+              device: str = "cpu") -> MockReport:
+    """Load the encoder and encode the first `samples` samples of paired `dataset` (captions or images)
+    twice; UserError listing every problem found (see `check_outputs`)."""
     from platobench.encoders import load_encoder
     from platobench.features.extract import NonFiniteActivations
 
     t0 = time.perf_counter()
-    dataset = get_dataset(setting.dataset, limit=samples)
+    data = get_dataset(dataset, limit=samples)
     encoder = load_encoder(spec, device=device)
     try:
         with torch.no_grad():
-            first = _encode(encoder, dataset, samples, setting.caption_index)
-            second = _encode(encoder, dataset, samples, setting.caption_index)
+            first = _encode(encoder, data, samples, caption_index)
+            second = _encode(encoder, data, samples, caption_index)
     except NonFiniteActivations as exc:
         raise UserError(f"mock pass of {spec.name} failed: {exc}") from None
     worst = check_outputs(spec, encoder, first, second, samples)
@@ -201,8 +203,11 @@ def _submit(args: argparse.Namespace) -> int:
     zoo, submitted = read_submission(args.file, args.zoo)
     say = (lambda *a: print(*a, file=sys.stderr)) if args.json else print
     mocks = []
+    paired = next((s for s in settings if s.kind == "paired"), None)  # the mock pass reads paired samples
     for spec in submitted:
-        mocks.append(mock_pass(spec, settings[0], samples=args.mock_samples, device=args.device))
+        mocks.append(mock_pass(spec, paired.dataset if paired else DEFAULT_PAIRED,
+                               caption_index=paired.caption_index if paired else 0, samples=args.mock_samples,
+                               device=args.device))
         say(f"mock pass of {spec.name}: ok ({len(mocks[-1].layers)} layers, widths {sorted(set(mocks[-1].widths))}, "
             f"repeat diff {mocks[-1].max_repeat_diff:.1e})")
     report: dict[str, Any] = {"mock": [m.as_dict() for m in mocks]}

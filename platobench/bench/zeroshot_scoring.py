@@ -14,7 +14,9 @@ Which layers (`Setting.selection`):
          upwards (the max of Lx*Ly correlated draws exceeds 1/C even for unrelated models); no exact
          null exists for it, so the record has none. `extra.label_free_choice` gives the pair a
          truly pair-free rule would choose: the highest mean matching correlation (the solver's own
-         objective, no labels), with its top-1.
+         objective, no labels), with its top-1. A layer pair whose kernel carries no geometry (e.g. a
+         ViT's CLS token at the embedding layer, identical for every image) cannot be matched: its
+         grid entry is chance (1/C), it is never selected, and `extra.unscorable_cells` lists it.
 
 Null (non-"best" selections): a uniform random matching of C classes has F fixed points, E[F] = 1 and
 Var[F] = 1 (C >= 2), so top-1 = F/C has mean and std 1/C; its exact tail P(F >= k) follows from the
@@ -24,6 +26,7 @@ seed); calibrated = (score - 1/C) / (1 - 1/C) (as `metrics.stats`).
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections.abc import Sequence
@@ -110,11 +113,26 @@ def score_zeroshot(
     grid = None
     extra: dict[str, Any] = {}
     if fixed is None:
-        cells = {(i, j): evaluate(i, j) for i in range(shape[0]) for j in range(shape[1])}
-        grid = torch.tensor([[cells[i, j]["score"] for j in range(shape[1])] for i in range(shape[0])])
-        chosen = select(grid, "best", higher_is_better=True)
+        cells, unscorable = {}, {}
+        for i, j in itertools.product(range(shape[0]), range(shape[1])):
+            try:
+                cells[i, j] = evaluate(i, j)
+            except UserError as exc:  # e.g. a CLS token at the embedding layer: every image alike
+                unscorable[i, j] = str(exc)
+        if not cells:
+            raise UserError(f"no layer pair can be matched: {next(iter(unscorable.values()))}")
+        grid = torch.full(shape, 1.0 / len(prompts.class_names), dtype=torch.float64)
+        ranked = torch.full(shape, -math.inf, dtype=torch.float64)
+        for (i, j), cell in cells.items():
+            grid[i, j] = ranked[i, j] = cell["score"]
+        chosen = select(ranked, "best", higher_is_better=True)
         pick = (chosen.x_layer, chosen.y_layer)
         free = max(cells, key=lambda c: (cells[c]["extra"]["correlation"]["mean"], -c[0], -c[1]))
+        if unscorable:
+            extra["unscorable_cells"] = {
+                "layers": [list(c) for c in unscorable], "errors": sorted(set(unscorable.values())),
+                "grid_value": "chance (1/C), excluded from the selection",
+            }
         extra["selection_caveat"] = BEST_CAVEAT
         extra["label_free_choice"] = {
             "rule": "highest mean matching correlation (no labels used)",
@@ -140,6 +158,8 @@ def score_zeroshot(
         calibrated = (result["score"] - chance) / (1 - chance)
     extra.update(result["extra"])
     extra["layers"] = {"language": pick[0], "vision": pick[1], "selection": setting.selection}
+    if last != pick and last in cells:
+        extra["last_layers"] = {k: cells[last]["extra"][k] for k in ("top1", "top5", "correlation")}
     extra["prompts"] = {
         "mode": opts.prompts, "key": prompts.prompt, "n_prompts": len(prompts),
         "fingerprint": prompts.fingerprint, "example": prompts.texts[0],
@@ -160,7 +180,7 @@ def score_zeroshot(
         dataset=dataset,
         score=result["score"],
         layers=pick,
-        last_layer_score=cells[last]["score"],
+        last_layer_score=cells[last]["score"] if last in cells else None,
         chance=chance,
         null=null,
         calibrated=calibrated,

