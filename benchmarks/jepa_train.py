@@ -34,7 +34,11 @@ def corpus(synthetic: bool) -> CaptionCorpus:
         from platobench.data import get_dataset
 
         return CaptionCorpus.from_dataset(get_dataset("openclipart"))
-    scenes = itertools.product(["red", "blue", "green", "black"], ["cat", "dog", "bird", "fish"], ["kitchen", "beach", "forest", "street"])
+    scenes = itertools.product(
+        ["red", "blue", "green", "black"],
+        ["cat", "dog", "bird", "fish"],
+        ["kitchen", "beach", "forest", "street"],
+    )
     views = [[f"a {c} {a} in the {p}", f"picture of a {p} with a {c} {a}"] for c, a, p in scenes] * 8
     return CaptionCorpus("synthetic", "v1", "", [str(i) for i in range(len(views))], views)
 
@@ -56,8 +60,13 @@ def time_steps(model, optimizer, loss_fn, batches, tokenizer, max_tokens, device
     pairs = 0
     for _ in range(steps):
         batch = next(batches)
-        tokens = tokenizer([p.a for p in batch] + [p.b for p in batch], padding=True, truncation=True,
-                           max_length=max_tokens, return_tensors="pt").to(device)
+        tokens = tokenizer(
+            [p.a for p in batch] + [p.b for p in batch],
+            padding=True,
+            truncation=True,
+            max_length=max_tokens,
+            return_tensors="pt",
+        ).to(device)
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_bf16):
             loss = loss_fn(*model(tokens["input_ids"], tokens["attention_mask"]))
         loss.backward()
@@ -84,36 +93,57 @@ def main() -> None:
     tokenizer = load_tokenizer()
     max_tokens = SIZES[args.size].max_tokens
     torch.manual_seed(0)
-    model = TextJEPA(bert_config(args.size, len(tokenizer), tokenizer.pad_token_id), SIZES[args.size].projection, False)
+    model = TextJEPA(
+        bert_config(args.size, len(tokenizer), tokenizer.pad_token_id), SIZES[args.size].projection, False
+    )
     model = model.to(device).train()
     params = [p for p in model.parameters() if p.requires_grad]
-    fused, looped = torch.optim.AdamW(params, lr=1e-4, fused=True), torch.optim.AdamW(params, lr=1e-4, foreach=False)
+    fused, looped = (
+        torch.optim.AdamW(params, lr=1e-4, fused=True),
+        torch.optim.AdamW(params, lr=1e-4, foreach=False),
+    )
     variants = {
         "vicreg+fused (platobench)": (vicreg, fused),
         "invariance-only (no anti-collapse)": (invariance_only, fused),
         "vicreg+for-loop AdamW": (vicreg, looped),
     }
-    batches = ViewSampler([data.views[i] for i in train_idx], parse_views("good"), seed=0).batches(args.batch_size)
+    batches = ViewSampler([data.views[i] for i in train_idx], parse_views("good"), seed=0).batches(
+        args.batch_size
+    )
     time_steps(model, fused, vicreg, batches, tokenizer, max_tokens, device, 3)  # warm-up
     rates: dict[str, list[float]] = {name: [] for name in variants}
     for _ in range(args.rounds):
         for name, (loss_fn, optimizer) in variants.items():
-            rates[name].append(time_steps(model, optimizer, loss_fn, batches, tokenizer, max_tokens, device, args.steps))
-    end_to_end = train(data, TrainConfig(size=args.size, views=parse_views("good"), steps=args.steps * args.rounds,
-                                         batch_size=args.batch_size, log_every=args.steps * args.rounds))
+            rates[name].append(
+                time_steps(model, optimizer, loss_fn, batches, tokenizer, max_tokens, device, args.steps)
+            )
+    end_to_end = train(
+        data,
+        TrainConfig(
+            size=args.size,
+            views=parse_views("good"),
+            steps=args.steps * args.rounds,
+            batch_size=args.batch_size,
+            log_every=args.steps * args.rounds,
+        ),
+    )
 
     reference = statistics.median(rates["vicreg+fused (platobench)"])
     threads = torch.get_num_threads()
-    print(f"\nText-JEPA `{args.size}` training, {device.type}"
-          f"{' bf16 autocast' if device.type == 'cuda' else f' ({threads} threads)'}, batch {args.batch_size} pairs, "
-          f"{'synthetic' if args.synthetic else 'openclipart'} good views, median of {args.rounds} rounds x {args.steps} steps\n")
+    print(
+        f"\nText-JEPA `{args.size}` training, {device.type}"
+        f"{' bf16 autocast' if device.type == 'cuda' else f' ({threads} threads)'}, batch {args.batch_size} pairs, "
+        f"{'synthetic' if args.synthetic else 'openclipart'} good views, median of {args.rounds} rounds x {args.steps} steps\n"
+    )
     print("| variant | pairs/s | ratio to platobench step |")
     print("|---|---:|---:|")
     for name, values in rates.items():
         median = statistics.median(values)
         print(f"| {name} | {median:.1f} | {median / reference:.2f} |")
-    print(f"| end-to-end `train()` (accelerate, tokenisation, {args.steps * args.rounds} steps) | "
-          f"{end_to_end.samples_per_s:.1f} | {end_to_end.samples_per_s / reference:.2f} |")
+    print(
+        f"| end-to-end `train()` (accelerate, tokenisation, {args.steps * args.rounds} steps) | "
+        f"{end_to_end.samples_per_s:.1f} | {end_to_end.samples_per_s / reference:.2f} |"
+    )
 
 
 if __name__ == "__main__":

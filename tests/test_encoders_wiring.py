@@ -117,3 +117,25 @@ def check_text_tower(model, enc):
     alone = enc.encode(enc.tokenize(["a dog"]))
     for t, a in zip(feats, alone):
         torch.testing.assert_close(t[0], a[0], rtol=1e-5, atol=1e-5)
+
+
+def test_hf_vision_dinov3_registers_are_not_patches(tmp_path):
+    # A tiny DINOv3 (random weights, real architecture class) saved with its processor, loaded like a hub folder.
+    from transformers import DINOv3ViTConfig, DINOv3ViTImageProcessorFast, DINOv3ViTModel
+
+    config = DINOv3ViTConfig(hidden_size=64, num_hidden_layers=3, num_attention_heads=4, intermediate_size=128,
+                             image_size=64, patch_size=16, num_register_tokens=4)
+    model = DINOv3ViTModel(config).eval()
+    model.save_pretrained(tmp_path)
+    DINOv3ViTImageProcessorFast(size={"height": 64, "width": 64}).save_pretrained(tmp_path)
+    spec = ModelSpec(name="test/dinov3-tiny", modality="vision", kind="vision_vit", loader="hf_vision",
+                     source=str(tmp_path), pooling="mean_patch")
+    enc = load_encoder(spec)
+    assert enc.layer_ids == [0, 1, 2, 3] and enc.widths == [64] * 4 and enc.num_prefix == 5  # CLS + 4 registers
+    x = enc.transform(image()).unsqueeze(0)
+    assert x.shape == (1, 3, 64, 64)
+    feats = enc.encode(x)
+    with torch.inference_mode():
+        hidden = model(pixel_values=x, output_hidden_states=True).hidden_states
+    for f, h in zip(feats, hidden):
+        torch.testing.assert_close(f, h[:, 5:].mean(1))  # the 16 patch tokens only

@@ -44,7 +44,9 @@ def test_jepa_loss_without_predictor_combines_the_paper_weights():
     z_b = z_a + 0.5
     parts = jepa_loss(z_a, z_b, None, None)
     assert parts.invariance.item() == pytest.approx(0.25)
-    assert parts.variance.item() == pytest.approx(0.0, abs=1e-6)  # unit std passes the hinge (sqrt(1 + eps) > 1)
+    assert parts.variance.item() == pytest.approx(
+        0.0, abs=1e-6
+    )  # unit std passes the hinge (sqrt(1 + eps) > 1)
     assert parts.covariance.item() == pytest.approx(0.0, abs=1e-10)
     assert parts.total.item() == pytest.approx(25 * 0.25, rel=1e-5)
     weighted = jepa_loss(z_a, z_b, None, None, LossWeights(invariance=2.0, variance=0.0, covariance=0.0))
@@ -64,7 +66,9 @@ def test_jepa_loss_with_predictor_uses_each_prediction_against_the_other_view():
 def test_collapse_costs_more_than_a_whitened_embedding():
     spread = 2.0 * orthogonal_columns(64, 8).float()
     collapsed = torch.ones(64, 8)
-    assert jepa_loss(collapsed, collapsed, None, None).total > 20 * jepa_loss(spread, spread, None, None).total
+    assert (
+        jepa_loss(collapsed, collapsed, None, None).total > 20 * jepa_loss(spread, spread, None, None).total
+    )
 
 
 @pytest.mark.parametrize("k", [1, 3, 7])
@@ -78,7 +82,9 @@ def test_effective_rank_closed_form_invariances_and_collapse():
     p = torch.tensor([0.25, 0.75], dtype=torch.float64)
     assert effective_rank(z) == pytest.approx(math.exp(-(p * p.log()).sum().item()), rel=1e-9)
     q, _ = torch.linalg.qr(torch.randn(2, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(3)))
-    assert effective_rank(7.0 * z @ q + 5.0) == pytest.approx(effective_rank(z), rel=1e-9)  # rotation, scale, shift
+    assert effective_rank(7.0 * z @ q + 5.0) == pytest.approx(
+        effective_rank(z), rel=1e-9
+    )  # rotation, scale, shift
     line = torch.arange(10.0).unsqueeze(1) * torch.tensor([[1.0, -2.0, 0.5]])
     assert effective_rank(line) == pytest.approx(1.0, rel=1e-6)
     assert effective_rank(torch.ones(5, 3)) == 0.0

@@ -20,7 +20,9 @@ def test_gpu_sizes_match_the_papers_parameter_counts():
 
 def tiny_model(predictor: bool) -> TextJEPA:
     torch.manual_seed(0)
-    return TextJEPA(bert_config("tiny", 1000, pad_token_id=0), projection=SIZES["tiny"].projection, predictor=predictor).eval()
+    return TextJEPA(
+        bert_config("tiny", 1000, pad_token_id=0), projection=SIZES["tiny"].projection, predictor=predictor
+    ).eval()
 
 
 def test_features_ignore_padding_and_forward_splits_the_two_views():

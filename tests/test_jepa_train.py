@@ -36,13 +36,25 @@ def scene_corpus() -> CaptionCorpus:
     ids, views = [], []
     for k, (c, a, p) in enumerate(itertools.product(COLOURS, ANIMALS, PLACES)):
         ids.append(f"scene-{k}")
-        views.append([f"a {c} {a} in the {p}", f"picture of a {p} with a {c} {a}", f"the {a} is {c} and stands in a {p}"])
+        views.append(
+            [
+                f"a {c} {a} in the {p}",
+                f"picture of a {p} with a {c} {a}",
+                f"the {a} is {c} and stands in a {p}",
+            ]
+        )
     return CaptionCorpus("synthetic-scenes", "v1", "0" * 64, ids, views)
 
 
 def config(**changes) -> TrainConfig:
-    base = {"size": "micro", "views": parse_views("good"), "steps": 40, "batch_size": 32, "eval_pairs": 64,
-            "log_every": 20}
+    base = {
+        "size": "micro",
+        "views": parse_views("good"),
+        "steps": 40,
+        "batch_size": 32,
+        "eval_pairs": 64,
+        "log_every": 20,
+    }
     return TrainConfig(**{**base, **changes})
 
 
@@ -102,9 +114,13 @@ def test_too_few_samples_is_a_clear_error():
 
 def test_checkpoint_reloads_with_identical_features(trained, tmp_path):
     corpus, cfg, result = trained
-    summary = export_run(result, corpus, cfg, name="text-jepa/micro-good.test-s0", out_dir=tmp_path / "ckpt", home=tmp_path)
+    summary = export_run(
+        result, corpus, cfg, name="text-jepa/micro-good.test-s0", out_dir=tmp_path / "ckpt", home=tmp_path
+    )
     folder = tmp_path / "ckpt"
-    assert {"config.json", "model.safetensors", "tokenizer_config.json", METADATA_FILE} <= {p.name for p in folder.iterdir()}
+    assert {"config.json", "model.safetensors", "tokenizer_config.json", METADATA_FILE} <= {
+        p.name for p in folder.iterdir()
+    }
     meta = read_metadata(folder)
     assert meta["pooling"] == "avg" and meta["views"] == "good" and meta["objective"] == "vicreg"
     assert meta["final_loss"] == summary["final_loss"] == result.final_loss
@@ -114,11 +130,18 @@ def test_checkpoint_reloads_with_identical_features(trained, tmp_path):
     tokens = result.tokenizer(texts, padding=True, return_tensors="pt")
     with torch.no_grad():
         expected = result.model.eval().embed(tokens["input_ids"], tokens["attention_mask"])
-    torch.testing.assert_close(encode_checkpoint(folder, texts, MICRO.max_tokens), expected, rtol=0, atol=1e-6)
+    torch.testing.assert_close(
+        encode_checkpoint(folder, texts, MICRO.max_tokens), expected, rtol=0, atol=1e-6
+    )
 
     zoo = read_zoo_file(summary["zoo_entry"])
     (spec,) = zoo.models
-    assert (spec.name, spec.kind, spec.loader, spec.pooling) == ("text-jepa/micro-good.test-s0", "text_jepa", "hf_text", "avg")
+    assert (spec.name, spec.kind, spec.loader, spec.pooling) == (
+        "text-jepa/micro-good.test-s0",
+        "text_jepa",
+        "hf_text",
+        "avg",
+    )
     assert spec.num_layers == 1 and spec.width == 32
     encoder = load_encoder(spec, device="cpu", dtype="float32")
     last = encoder.encode(encoder.tokenize(texts))[encoder.layer_ids.index(1)]
@@ -127,8 +150,25 @@ def test_checkpoint_reloads_with_identical_features(trained, tmp_path):
 
 def test_cli_train_prints_the_json_summary(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(commands, "_load_corpus", lambda name, limit: scene_corpus())
-    code = cli.main(["jepa", "train", "--views", "mix:0.5", "--data", "synthetic", "--size", "micro", "--steps", "4",
-                     "--batch-size", "16", "--out", str(tmp_path / "run"), "--json"])
+    code = cli.main(
+        [
+            "jepa",
+            "train",
+            "--views",
+            "mix:0.5",
+            "--data",
+            "synthetic",
+            "--size",
+            "micro",
+            "--steps",
+            "4",
+            "--batch-size",
+            "16",
+            "--out",
+            str(tmp_path / "run"),
+            "--json",
+        ]
+    )
     assert code == 0
     out = json.loads(capsys.readouterr().out)
     assert {"initial_loss", "final_loss", "effective_rank", "checkpoint", "zoo_entry"} <= set(out)
@@ -147,8 +187,20 @@ def test_cli_train_prints_the_json_summary(monkeypatch, tmp_path, capsys):
 )
 def test_cli_errors_name_the_argument(monkeypatch, tmp_path, capsys, argv, message):
     monkeypatch.setattr(commands, "_load_corpus", lambda name, limit: scene_corpus())
-    base = ["jepa", "train", "--data", "synthetic", "--size", "micro", "--steps", "2", "--batch-size", "8",
-            "--out", str(tmp_path / "run")]
+    base = [
+        "jepa",
+        "train",
+        "--data",
+        "synthetic",
+        "--size",
+        "micro",
+        "--steps",
+        "2",
+        "--batch-size",
+        "8",
+        "--out",
+        str(tmp_path / "run"),
+    ]
     assert cli.main(base + argv) == 2
     assert message in capsys.readouterr().err
 

@@ -8,9 +8,19 @@ from platobench.errors import UserError
 from platobench.jepa.views import ViewMode, ViewSampler, corrupt, distinct_captions, parse_views
 
 CAPTIONS = [
-    [f"a {colour} {animal} sleeps on the {place} near the old wooden door", f"{place} with a {animal}", f"the {colour} one"]
-    for colour, animal, place in [("red", "cat", "sofa"), ("blue", "dog", "rug"), ("green", "frog", "leaf"),
-                                  ("black", "horse", "field"), ("white", "goose", "pond"), ("grey", "owl", "branch")]
+    [
+        f"a {colour} {animal} sleeps on the {place} near the old wooden door",
+        f"{place} with a {animal}",
+        f"the {colour} one",
+    ]
+    for colour, animal, place in [
+        ("red", "cat", "sofa"),
+        ("blue", "dog", "rug"),
+        ("green", "frog", "leaf"),
+        ("black", "horse", "field"),
+        ("white", "goose", "pond"),
+        ("grey", "owl", "branch"),
+    ]
 ]
 
 

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 
 from platobench.bench.results import ResultRecord
 
@@ -49,32 +51,42 @@ def heatmap(record: ResultRecord, path: Path) -> None:
     _save(fig, path)
 
 
+KIND_MARKERS = {"causal_lm": "o", "text_jepa": "*", "text_encoder": "s", "clip_text": "^"}
+
+
 def size_plot(records: list[ResultRecord], path: Path) -> tuple[bool, list[str]]:
-    """Score against language-model parameters (log x), one line per vision model. Returns (written, names
-    of language models left out because their record has no parameter count or no finite score); writes
-    nothing when no point remains."""
-    by_vision: dict[str, list[tuple[float, float, str]]] = {}
+    """Score against language-model parameters (log x), one colour per vision model and one marker per
+    language-model kind; only the LLMs (causal_lm) are joined by a line, as in the PRH figure. Returns
+    (written, names of language models left out because their record has no parameter count or no finite
+    score); writes nothing when no point remains."""
     left_out = sorted({r.language.name for r in records if r.language.params_m is None or not np.isfinite(r.score)})
-    for r in records:
-        if r.language.params_m is not None and np.isfinite(r.score):
-            by_vision.setdefault(r.vision.name, []).append((r.language.params_m, r.score, r.language.name))
-    if not by_vision:
+    points = sorted(
+        (r.vision.name, r.language.kind or "?", r.language.params_m, r.score, r.language.name)
+        for r in records if r.language.params_m is not None and np.isfinite(r.score)
+    )
+    if not points:
         return False, left_out
     fig = Figure(figsize=(7, 4.5), layout="constrained")
     ax = fig.subplots()
-    for vision, points in sorted(by_vision.items()):
-        points.sort()
-        xs, ys = [p[0] for p in points], [p[1] for p in points]
-        ax.plot(xs, ys, marker="o", label=vision)
-        for x, y, name in points:
+    colours = {v: f"C{i}" for i, v in enumerate(sorted({p[0] for p in points}))}
+    for vision, colour in colours.items():
+        mine = [p for p in points if p[0] == vision]
+        llm = sorted((p[2], p[3]) for p in mine if p[1] == "causal_lm")
+        if llm:
+            ax.plot([x for x, _ in llm], [y for _, y in llm], color=colour, alpha=0.6)
+        for _, kind, x, y, name in mine:
+            ax.plot(x, y, marker=KIND_MARKERS.get(kind, "D"), color=colour, markersize=8 if kind == "text_jepa" else 6)
             ax.annotate(name.split("/", 1)[1], (x, y), fontsize=6, xytext=(3, 3), textcoords="offset points")
+    handles = [Line2D([], [], color=c, label=v) for v, c in colours.items()]
+    handles += [Line2D([], [], color="grey", marker=KIND_MARKERS.get(k, "D"), linestyle="none", label=k)
+                for k in sorted({p[1] for p in points})]
+    ax.legend(handles=handles, fontsize=7, title="vision model / language kind", title_fontsize=7)
     ax.set_xscale("log")
     ax.set_xlabel("language model parameters (millions, log scale)")
     first = records[0]
     ax.set_ylabel(f"{first.metric.id} ({'higher' if first.metric.higher_is_better else 'lower'} is better)")
     ax.set_title(f"alignment vs language-model size — {first.setting} (n={first.dataset.n})", fontsize=9)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, title="vision model", title_fontsize=7)
     _save(fig, path)
     return True, left_out
 
@@ -106,7 +118,8 @@ def llm_vs_jepa(records: list[ResultRecord], path: Path) -> bool:
         ax.set_title(title, fontsize=9)
         ax.grid(axis="y", alpha=0.3)
     axes[0].set_ylabel(records[0].metric.id)
-    axes[1].legend(fontsize=7, title="vision model", title_fontsize=7)
+    handles = [Patch(color=f"C{j}", label=v) for j, v in enumerate(vision)]
+    fig.legend(handles=handles, loc="outside lower center", ncols=min(3, len(vision)), fontsize=7)
     fig.suptitle(f"LLM vs text JEPA — {records[0].setting} (n={records[0].dataset.n})", fontsize=9)
     _save(fig, path)
     return True

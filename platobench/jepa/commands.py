@@ -43,29 +43,62 @@ def register(subparsers: Any) -> None:
             "`accelerate launch -m platobench jepa train ...` for several GPUs."
         ),
     )
-    tr.add_argument("--views", required=True, metavar="good|bad|mix:P",
-                    help="good: two different captions of one image; bad: two random span+mask corruptions of "
-                         "one caption; mix:P: a share P of good pairs")
-    tr.add_argument("--data", required=True, metavar="DATASET",
-                    help="paired dataset (see `platobench data list`), e.g. openclipart")
-    tr.add_argument("--size", choices=list(SIZES), default="tiny",
-                    help="tiny (2 x 128, trains on CPU), 33m (12 x 384), 109m (BERT-base 12 x 768); default tiny")
-    tr.add_argument("--steps", type=int, default=DEFAULT_STEPS, help=f"optimiser steps (default {DEFAULT_STEPS})")
-    tr.add_argument("--seed", type=int, default=0, help="seed of initialisation, pair sampling and dropout (default 0)")
+    tr.add_argument(
+        "--views",
+        required=True,
+        metavar="good|bad|mix:P",
+        help="good: two different captions of one image; bad: two random span+mask corruptions of "
+        "one caption; mix:P: a share P of good pairs",
+    )
+    tr.add_argument(
+        "--data",
+        required=True,
+        metavar="DATASET",
+        help="paired dataset (see `platobench data list`), e.g. openclipart",
+    )
+    tr.add_argument(
+        "--size",
+        choices=list(SIZES),
+        default="tiny",
+        help="tiny (2 x 128, trains on CPU), 33m (12 x 384), 109m (BERT-base 12 x 768); default tiny",
+    )
+    tr.add_argument(
+        "--steps", type=int, default=DEFAULT_STEPS, help=f"optimiser steps (default {DEFAULT_STEPS})"
+    )
+    tr.add_argument(
+        "--seed", type=int, default=0, help="seed of initialisation, pair sampling and dropout (default 0)"
+    )
     tr.add_argument("--batch-size", type=int, default=64, help="pairs per step per process (default 64)")
-    tr.add_argument("--lr", type=float, default=None,
-                    help="peak AdamW learning rate (default by size: tiny 1e-3, 33m 5e-4, 109m 3e-4)")
-    tr.add_argument("--predictor", action="store_true",
-                    help="add a predictor head: view a's embedding predicts view b's (default: match directly)")
-    tr.add_argument("--heldout", type=float, default=0.2,
-                    help="share of samples held out (chosen by sample-id hash; default 0.2)")
+    tr.add_argument(
+        "--lr",
+        type=float,
+        default=None,
+        help="peak AdamW learning rate (default by size: tiny 1e-3, 33m 5e-4, 109m 3e-4)",
+    )
+    tr.add_argument(
+        "--predictor",
+        action="store_true",
+        help="add a predictor head: view a's embedding predicts view b's (default: match directly)",
+    )
+    tr.add_argument(
+        "--heldout",
+        type=float,
+        default=0.2,
+        help="share of samples held out (chosen by sample-id hash; default 0.2)",
+    )
     tr.add_argument("--limit", type=int, default=None, help="use the first N samples of the dataset")
-    tr.add_argument("--name", default=None,
-                    help="zoo name (default text-jepa/<size>-<views>.<data>-s<seed>)")
-    tr.add_argument("--out", type=Path, default=None,
-                    help="checkpoint folder (default $PLATOBENCH_HOME/jepa/<name after '/'>)")
-    tr.add_argument("--json", action="store_true",
-                    help="print one JSON object (initial_loss, final_loss, effective_rank, checkpoint, zoo_entry, ...)")
+    tr.add_argument("--name", default=None, help="zoo name (default text-jepa/<size>-<views>.<data>-s<seed>)")
+    tr.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="checkpoint folder (default $PLATOBENCH_HOME/jepa/<name after '/'>)",
+    )
+    tr.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object (initial_loss, final_loss, effective_rank, checkpoint, zoo_entry, ...)",
+    )
     tr.set_defaults(func=_train)
 
 
@@ -74,7 +107,9 @@ def _load_corpus(name: str, limit: int | None) -> CaptionCorpus:
 
     dataset = get_dataset(name, limit=limit)
     if not hasattr(dataset, "caption_views"):
-        raise UserError(f"--data {name!r} is a class dataset; the JEPA trains on a paired (image-caption) dataset")
+        raise UserError(
+            f"--data {name!r} is a class dataset; the JEPA trains on a paired (image-caption) dataset"
+        )
     return CaptionCorpus.from_dataset(dataset)
 
 
@@ -82,7 +117,9 @@ def _check_args(args: argparse.Namespace) -> None:
     if args.steps < 1:
         raise UserError(f"--steps {args.steps}: expected a positive number of steps")
     if args.batch_size < 2:
-        raise UserError(f"--batch-size {args.batch_size}: expected at least 2 pairs (variance needs two samples)")
+        raise UserError(
+            f"--batch-size {args.batch_size}: expected at least 2 pairs (variance needs two samples)"
+        )
     if args.lr is not None and not args.lr > 0:
         raise UserError(f"--lr {args.lr}: expected a positive learning rate")
     if not 0 < args.heldout < 1:
@@ -95,13 +132,25 @@ def _train(args: argparse.Namespace) -> int:
     views = parse_views(args.views)
     _check_args(args)
     corpus = _load_corpus(args.data, args.limit)
-    config = TrainConfig(size=args.size, views=views, steps=args.steps, seed=args.seed, batch_size=args.batch_size,
-                         lr=args.lr, predictor=args.predictor, heldout_fraction=args.heldout)
+    config = TrainConfig(
+        size=args.size,
+        views=views,
+        steps=args.steps,
+        seed=args.seed,
+        batch_size=args.batch_size,
+        lr=args.lr,
+        predictor=args.predictor,
+        heldout_fraction=args.heldout,
+    )
 
     def progress(line: dict[str, float]) -> None:
-        print(f"step {line['step']:>6}/{config.steps}  loss {line['loss']:.4f}  (inv {line['invariance']:.4f} "
-              f"var {line['variance']:.4f} cov {line['covariance']:.4f})  held-out loss {line['heldout_loss']:.4f}  "
-              f"effective rank {line['effective_rank']:.1f}", file=sys.stderr if args.json else sys.stdout, flush=True)
+        print(
+            f"step {line['step']:>6}/{config.steps}  loss {line['loss']:.4f}  (inv {line['invariance']:.4f} "
+            f"var {line['variance']:.4f} cov {line['covariance']:.4f})  held-out loss {line['heldout_loss']:.4f}  "
+            f"effective rank {line['effective_rank']:.1f}",
+            file=sys.stderr if args.json else sys.stdout,
+            flush=True,
+        )
 
     try:
         result = train(corpus, config, progress=progress)
@@ -113,7 +162,9 @@ def _train(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
-        print(f"loss {summary['initial_loss']:.4f} -> {summary['final_loss']:.4f} (held-out); effective rank "
-              f"{summary['effective_rank']:.1f}; {summary['samples_per_s']:.1f} pairs/s")
+        print(
+            f"loss {summary['initial_loss']:.4f} -> {summary['final_loss']:.4f} (held-out); effective rank "
+            f"{summary['effective_rank']:.1f}; {summary['samples_per_s']:.1f} pairs/s"
+        )
         print(f"checkpoint: {summary['checkpoint']}\nzoo entry:  {summary['zoo_entry']}")
     return 0

@@ -33,11 +33,19 @@ def export_run(
     out_dir = (out_dir or home / "jepa" / name.split("/", 1)[-1]).expanduser().resolve()
     encoder = result.model.encoder
     params = sum(p.numel() for p in encoder.parameters())
-    notes = (f"Text JEPA trained from scratch by platobench on {corpus.name} ({config.views.label} views, "
-             f"{config.steps} steps, seed {config.seed}); VICReg objective, masked-mean features.")
+    notes = (
+        f"Text JEPA trained from scratch by platobench on {corpus.name} ({config.views.label} views, "
+        f"{config.steps} steps, seed {config.seed}); VICReg objective, masked-mean features."
+    )
     try:
-        spec = zoo_spec(name, out_dir, num_layers=encoder.config.num_hidden_layers,
-                        width=encoder.config.hidden_size, params=params, notes=notes)
+        spec = zoo_spec(
+            name,
+            out_dir,
+            num_layers=encoder.config.num_hidden_layers,
+            width=encoder.config.hidden_size,
+            params=params,
+            notes=notes,
+        )
     except pydantic.ValidationError as exc:
         raise UserError(f"--name {name!r}: not a valid zoo entry: {exc.errors()[0]['msg']}") from exc
 

@@ -77,7 +77,9 @@ def jepa_loss(
     if (p_a is None) != (p_b is None):
         raise ValueError("give both predictions p_a and p_b, or neither")
     if z_a.ndim != 2 or z_a.shape != z_b.shape or z_a.shape[0] < 2:
-        raise ValueError(f"expected two [N, K] batches with N >= 2, got {tuple(z_a.shape)} and {tuple(z_b.shape)}")
+        raise ValueError(
+            f"expected two [N, K] batches with N >= 2, got {tuple(z_a.shape)} and {tuple(z_b.shape)}"
+        )
     with torch.autocast(device_type=z_a.device.type, enabled=False):
         z_a, z_b = z_a.float(), z_b.float()
         if p_a is None:
@@ -86,7 +88,9 @@ def jepa_loss(
             invariance = 0.5 * (F.mse_loss(p_a.float(), z_b) + F.mse_loss(p_b.float(), z_a))
         variance = variance_term(z_a) + variance_term(z_b)
         covariance = covariance_term(z_a) + covariance_term(z_b)
-        total = weights.invariance * invariance + weights.variance * variance + weights.covariance * covariance
+        total = (
+            weights.invariance * invariance + weights.variance * variance + weights.covariance * covariance
+        )
     return LossParts(total=total, invariance=invariance, variance=variance, covariance=covariance)
 
 

@@ -35,9 +35,15 @@ class SizeConfig:
 # tiny: trains on 2 CPU cores in minutes. 33m: the 33M-parameter BERT geometry of MiniLM-L12-H384
 # (12 x 384; 33.4M parameters with the 30,522-token uncased vocabulary). 109m: BERT-base (12 x 768, 109.5M).
 SIZES: dict[str, SizeConfig] = {
-    "tiny": SizeConfig(layers=2, hidden=128, heads=2, intermediate=512, max_tokens=32, projection=128, lr=1e-3),
-    "33m": SizeConfig(layers=12, hidden=384, heads=12, intermediate=1536, max_tokens=128, projection=256, lr=5e-4),
-    "109m": SizeConfig(layers=12, hidden=768, heads=12, intermediate=3072, max_tokens=128, projection=512, lr=3e-4),
+    "tiny": SizeConfig(
+        layers=2, hidden=128, heads=2, intermediate=512, max_tokens=32, projection=128, lr=1e-3
+    ),
+    "33m": SizeConfig(
+        layers=12, hidden=384, heads=12, intermediate=1536, max_tokens=128, projection=256, lr=5e-4
+    ),
+    "109m": SizeConfig(
+        layers=12, hidden=768, heads=12, intermediate=3072, max_tokens=128, projection=512, lr=3e-4
+    ),
 }
 
 
@@ -60,7 +66,10 @@ def bert_config(size: str, vocab_size: int, pad_token_id: int) -> BertConfig:
 def mlp(width_in: int, width_hidden: int, width_out: int) -> nn.Sequential:
     """Two-layer MLP head: Linear -> BatchNorm -> GELU -> Linear (the SimCLR/VICReg projector shape)."""
     return nn.Sequential(
-        nn.Linear(width_in, width_hidden), nn.BatchNorm1d(width_hidden), nn.GELU(), nn.Linear(width_hidden, width_out)
+        nn.Linear(width_in, width_hidden),
+        nn.BatchNorm1d(width_hidden),
+        nn.GELU(),
+        nn.Linear(width_hidden, width_out),
     )
 
 

@@ -111,12 +111,18 @@ def _tokenize(tokenizer: PreTrainedTokenizerBase, texts: list[str], max_tokens: 
 class _Evaluator:
     """Fixed held-out pairs and captions; measures loss and effective rank of an unwrapped model."""
 
-    def __init__(self, corpus: CaptionCorpus, heldout: list[int], config: TrainConfig, tokenizer, max_tokens, device):
+    def __init__(
+        self, corpus: CaptionCorpus, heldout: list[int], config: TrainConfig, tokenizer, max_tokens, device
+    ):
         views = [corpus.views[i] for i in heldout]
         sampler = ViewSampler(views, config.views, seed=config.seed, mask_token=tokenizer.mask_token)
         pairs = [sampler.pair(i) for i in range(min(config.eval_pairs, len(heldout)))]
-        self.pairs_batch = _tokenize(tokenizer, [p.a for p in pairs] + [p.b for p in pairs], max_tokens, device)
-        self.captions_batch = _tokenize(tokenizer, [distinct_captions(v)[0] for v in views], max_tokens, device)
+        self.pairs_batch = _tokenize(
+            tokenizer, [p.a for p in pairs] + [p.b for p in pairs], max_tokens, device
+        )
+        self.captions_batch = _tokenize(
+            tokenizer, [distinct_captions(v)[0] for v in views], max_tokens, device
+        )
         self.config = config
 
     @torch.no_grad()
@@ -142,7 +148,8 @@ def train(
 
     AdamW with linear warm-up then cosine decay, gradient norm clipped at 1. `progress` receives, on the
     main process every `log_every` steps, {step, loss, invariance, variance, covariance (train means since
-    the last line), heldout_loss, effective_rank, projection_effective_rank}. Raises ValueError when the corpus has too few usable samples.
+    the last line), heldout_loss, effective_rank, projection_effective_rank}. Raises ValueError when the
+    corpus has too few usable samples.
     """
     if config.size not in SIZES:
         raise ValueError(f"unknown size {config.size!r}; expected one of {', '.join(SIZES)}")
@@ -167,12 +174,16 @@ def train(
     trainable = [p for p in model.parameters() if p.requires_grad]
     lr = config.lr or SIZES[config.size].lr
     optimizer = torch.optim.AdamW(trainable, lr=lr, weight_decay=config.weight_decay, fused=True)
-    schedule = get_cosine_schedule_with_warmup(optimizer, int(config.warmup_fraction * config.steps), config.steps)
+    schedule = get_cosine_schedule_with_warmup(
+        optimizer, int(config.warmup_fraction * config.steps), config.steps
+    )
     model, optimizer = accelerator.prepare(model, optimizer)
     unwrapped: TextJEPA = accelerator.unwrap_model(model)
     initial_loss, initial_rank, _ = evaluate(unwrapped)
 
-    sampler = ViewSampler([corpus.views[i] for i in train_idx], config.views, config.seed, tokenizer.mask_token)
+    sampler = ViewSampler(
+        [corpus.views[i] for i in train_idx], config.views, config.seed, tokenizer.mask_token
+    )
     batches = sampler.batches(global_batch)
     rank, size = accelerator.process_index, config.batch_size
     log_every = config.log_every or max(1, config.steps // 10)
@@ -182,7 +193,9 @@ def train(
     start = time.perf_counter()
     for step in range(1, config.steps + 1):
         pairs: list[ViewPair] = next(batches)[rank * size : (rank + 1) * size]
-        batch = _tokenize(tokenizer, [p.a for p in pairs] + [p.b for p in pairs], max_tokens, accelerator.device)
+        batch = _tokenize(
+            tokenizer, [p.a for p in pairs] + [p.b for p in pairs], max_tokens, accelerator.device
+        )
         with accelerator.autocast():
             z_a, z_b, p_a, p_b = model(**batch)
             parts = jepa_loss(z_a, z_b, p_a, p_b, config.weights)
@@ -191,7 +204,12 @@ def train(
         optimizer.step()
         schedule.step()
         optimizer.zero_grad(set_to_none=True)
-        sums += torch.stack([parts.total, parts.invariance, parts.variance, parts.covariance]).detach().float().cpu()
+        sums += (
+            torch.stack([parts.total, parts.invariance, parts.variance, parts.covariance])
+            .detach()
+            .float()
+            .cpu()
+        )
         if step % log_every == 0 or step == config.steps:
             n = step - (history[-1]["step"] if history else 0)
             loss, invariance, variance, covariance = (sums / n).tolist()
@@ -201,8 +219,16 @@ def train(
                 evaluate(unwrapped) if accelerator.is_main_process else (float("nan"),) * 3
             )
             eval_seconds += time.perf_counter() - eval_start
-            line = {"step": step, "loss": loss, "invariance": invariance, "variance": variance, "covariance": covariance,
-                    "heldout_loss": heldout_loss, "effective_rank": erank, "projection_effective_rank": projection_erank}
+            line = {
+                "step": step,
+                "loss": loss,
+                "invariance": invariance,
+                "variance": variance,
+                "covariance": covariance,
+                "heldout_loss": heldout_loss,
+                "effective_rank": erank,
+                "projection_effective_rank": projection_erank,
+            }
             history.append(line)
             if progress is not None and accelerator.is_main_process:
                 progress(line)

@@ -93,7 +93,9 @@ class ViewSampler:
     fewer than two are rejected, so good and bad runs train on exactly the same samples).
     """
 
-    def __init__(self, captions: Sequence[Sequence[str]], mode: ViewMode, seed: int, mask_token: str = "[MASK]"):
+    def __init__(
+        self, captions: Sequence[Sequence[str]], mode: ViewMode, seed: int, mask_token: str = "[MASK]"
+    ):
         self.captions = [distinct_captions(c) for c in captions]
         short = [i for i, c in enumerate(self.captions) if len(c) < 2]
         if short:
@@ -122,7 +124,9 @@ class ViewSampler:
         """Endless batches of `batch_size` pairs: each epoch visits the samples in a fresh seeded order
         (an epoch's last incomplete batch is dropped). Needs batch_size <= number of samples."""
         if not 1 <= batch_size <= len(self.captions):
-            raise ValueError(f"batch_size must be in [1, {len(self.captions)}] (the number of samples), got {batch_size}")
+            raise ValueError(
+                f"batch_size must be in [1, {len(self.captions)}] (the number of samples), got {batch_size}"
+            )
         while True:
             order = list(range(len(self.captions)))
             self.rng.shuffle(order)
