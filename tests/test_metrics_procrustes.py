@@ -105,7 +105,7 @@ def heldout_by_definition(x: np.ndarray, y: np.ndarray, seed: int) -> float:
 def test_heldout_matches_written_definition(dx, dy, seed):
     x, y = rand(30, dx, 10 + seed), rand(30, dy, 20 + seed)
     y[:, :2] += x[:, :2]
-    assert score("rotation_residual_heldout", x, y, seed=seed) == pytest.approx(heldout_by_definition(x, y, seed), abs=1e-8)
+    assert score("rotation_residual_heldout", x, y, split_seed=seed) == pytest.approx(heldout_by_definition(x, y, seed), abs=1e-8)
 
 
 def test_heldout_split_is_seeded_and_exceeds_in_sample_on_noise():
@@ -113,8 +113,8 @@ def test_heldout_split_is_seeded_and_exceeds_in_sample_on_noise():
     assert len(fit) == 5 and len(held) == 6 and sorted(fit.tolist() + held.tolist()) == list(range(11))
     assert torch.equal(split_halves(11, 3)[0], fit) and not torch.equal(split_halves(11, 4)[0], fit)
     x, y = rand(60, 8, 1), rand(60, 8, 2)
-    a, b = score("rotation_residual_heldout", x, y, seed=1), score("rotation_residual_heldout", x, y, seed=2)
-    assert a != b and a == score("rotation_residual_heldout", x, y, seed=1)
+    a, b = score("rotation_residual_heldout", x, y, split_seed=1), score("rotation_residual_heldout", x, y, split_seed=2)
+    assert a != b and a == score("rotation_residual_heldout", x, y, split_seed=1)
     # independent data: the in-sample fit overfits (< 2), the held-out residual does not (about 2)
     assert score("rotation_residual", x, y) < 1.6 and 1.7 < a < 2.3
 
@@ -146,7 +146,7 @@ def test_errors_name_the_problem():
     with pytest.raises(UserError, match="N >= 4"):
         score("rotation_residual_heldout", rand(3, 2, 0), rand(3, 2, 1))
     with pytest.raises(UserError, match="seed must be an integer"):
-        score("rotation_residual_heldout", rand(8, 2, 0), rand(8, 2, 1), seed=-1)
+        score("rotation_residual_heldout", rand(8, 2, 0), rand(8, 2, 1), split_seed=-1)
     with pytest.raises(UserError, match="samples"):
         fit_rotation(rand(5, 2, 0), rand(6, 2, 0))
     with pytest.raises(UserError, match="constant"):

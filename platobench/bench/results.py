@@ -83,7 +83,9 @@ class ResultRecord(_Strict):
     null: NullRef | None = None
     calibrated: float | None = None
     ci: IntervalRef | None = None
-    grid: list[list[float]] | None = Field(default=None, description="[L_language][L_vision] scores")
+    grid: list[list[float | None]] | None = Field(
+        default=None, description="[L_language][L_vision] scores; null for layers excluded as constant"
+    )
     extra: dict[str, Any] = Field(default_factory=dict)
     runtime_s: float
     created: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))

@@ -16,6 +16,30 @@ from platobench.metrics.stats import chance_level, permutation_null, subsample_c
 from platobench.zoo import ModelSpec
 
 
+CONSTANT_RTOL = 1e-5
+
+
+def varying_layers(layers: Sequence[torch.Tensor], rtol: float = CONSTANT_RTOL) -> list[int]:
+    """Positions of the layers whose features vary across samples. A layer whose largest deviation from
+    its per-feature mean is at most `rtol` x its largest magnitude is constant up to float rounding (e.g.
+    a ViT's CLS token at the embedding layer, identical for every image): every metric on it would
+    score rounding noise, so such layers are excluded from the grid and named in the record."""
+    keep = []
+    for i, x in enumerate(layers):
+        scale = float(x.abs().max())
+        if scale > 0 and float((x - x.mean(0)).abs().max()) > rtol * scale:
+            keep.append(i)
+    return keep
+
+
+def _embed(grid: torch.Tensor, rows: list[int], cols: list[int], shape: tuple[int, int]) -> list[list[float | None]]:
+    full: list[list[float | None]] = [[None] * shape[1] for _ in range(shape[0])]
+    for a, i in enumerate(rows):
+        for b, j in enumerate(cols):
+            full[i][j] = round(float(grid[a, b]), 8)
+    return full
+
+
 def model_ref(spec: ModelSpec, revision: str | None = None) -> ModelRef:
     return ModelRef(name=spec.name, revision=revision or spec.revision, params_m=spec.params_m, kind=spec.kind)
 
@@ -36,10 +60,17 @@ def score_paired(
     t0 = time.perf_counter()
     metric = get_metric(setting.metric)
     params = metric.resolve_params(setting.params)
+    shape = (len(lang_layers), len(vis_layers))
+    rows, cols = varying_layers(lang_layers), varying_layers(vis_layers)
+    if not rows or not cols:
+        side = "language" if not rows else "vision"
+        raise ValueError(f"every layer of the {side} model is constant across the samples; nothing to score")
+    lang_layers = [lang_layers[i] for i in rows]
+    vis_layers = [vis_layers[j] for j in cols]
     summaries = summarize_layers(setting.metric, lang_layers, vis_layers, preprocess=setting.preprocess, **params)
     grid = summaries.grid()
     chosen = select(grid, setting.selection, metric.higher_is_better)
-    last = float(grid[-1, -1])
+    last = float(grid[-1, -1]) if (rows[-1], cols[-1]) == (shape[0] - 1, shape[1] - 1) else None
     null = ci = calibrated = None
     if setting.n_perm > 0:
         res = permutation_null(
@@ -69,13 +100,20 @@ def score_paired(
         vision=model_ref(vision, revisions[1]),
         dataset=dataset,
         score=chosen.score,
-        layers=(chosen.x_layer, chosen.y_layer),
+        layers=(rows[chosen.x_layer], cols[chosen.y_layer]),
         last_layer_score=last,
         chance=chance_level(setting.metric, dataset.n, **params),
         null=null,
         calibrated=calibrated,
         ci=ci,
-        grid=[[round(float(v), 8) for v in row] for row in grid],
-        extra={"inputs": inputs},
+        grid=_embed(grid, rows, cols, shape),
+        extra={
+            "inputs": inputs,
+            "excluded_layers": {
+                "language": [i for i in range(shape[0]) if i not in rows],
+                "vision": [j for j in range(shape[1]) if j not in cols],
+                "why": f"constant across samples (relative spread <= {CONSTANT_RTOL:g})",
+            },
+        },
         runtime_s=round(time.perf_counter() - t0, 3),
     )

@@ -11,8 +11,8 @@ rotation_residual
     pair once D >= N, so rotation-residual grids cost far more than kNN or CKA grids.
 
 rotation_residual_heldout
-    The rotation is fitted on one half of the samples and scored on the other. `seed` draws a random
-    split (torch.randperm, `generator.manual_seed(seed)`): the first N // 2 of the permutation form the
+    The rotation is fitted on one half of the samples and scored on the other. `split_seed` draws a random
+    split (torch.randperm, `generator.manual_seed(split_seed)`): the first N // 2 of the permutation form the
     fit half, the rest the held-out half; the same split is used for X and Y. Everything is fitted on
     the fit half, per side: the column means (subtracted from both halves) and the basis V of the fit
     half's row space (its right singular vectors with singular value above sqrt(max(n, D) eps) times the
@@ -152,7 +152,7 @@ def split_halves(n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
 
 def _summarize_heldout(x: torch.Tensor, p: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
     """(C [n_fit, r], H [n_held, r]): fit-half and unit-norm held-out coordinates in the fit row space."""
-    fit, held = split_halves(x.shape[0], p["seed"])
+    fit, held = split_halves(x.shape[0], p["split_seed"])
     x = x.to(torch.float64)
     mean = x[fit].mean(dim=0, keepdim=True)
     xa, xb = x[fit] - mean, x[held] - mean
@@ -181,7 +181,7 @@ def _combine_heldout(sx: list, sy: list, p: dict[str, Any]) -> torch.Tensor:
 
 
 def _validate_heldout(n: int, p: dict[str, Any]) -> None:
-    check_int(p["seed"], "rotation_residual_heldout parameter seed", 0)
+    check_int(p["split_seed"], "rotation_residual_heldout parameter split_seed", 0)
     if n < 4:
         raise UserError(f"rotation_residual_heldout needs N >= 4 samples (two halves of >= 2), got N={n}")
 
@@ -189,7 +189,7 @@ def _validate_heldout(n: int, p: dict[str, Any]) -> None:
 ROTATION_RESIDUAL_HELDOUT = register(
     Metric(
         id="rotation_residual_heldout",
-        params={"seed": 0},
+        params={"split_seed": 0},
         higher_is_better=False,
         symmetric=True,
         invariances=("rotation", "isotropic_scaling", "translation"),
