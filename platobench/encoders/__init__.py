@@ -35,6 +35,15 @@ LOADER_MODULES: dict[str, str] = {
 }
 
 
+def layer_ids_of(spec: ModelSpec) -> list[int]:
+    """The layer indices `load_encoder(spec).layer_ids` will have, known without loading the model (the
+    cache key needs them): embeddings + `num_layers` blocks, plus, for open_clip towers, the projected
+    embedding as index num_layers + 1."""
+    if spec.num_layers is None:
+        raise UserError(f"model {spec.name}: the zoo entry needs num_layers (blocks or stages, embeddings excluded)")
+    return spec.layer_ids(spec.num_layers + (1 if spec.loader == "openclip" else 0))
+
+
 def load_encoder(
     spec: ModelSpec, *, device: str | torch.device = "cpu", dtype: str | None = None, home: Path | None = None
 ) -> TextEncoder | VisionEncoder:
@@ -60,4 +69,4 @@ def load_encoder(
     return module.load(spec, device=dev, dtype=dtype, home=home)
 
 
-__all__ = ["TextEncoder", "VisionEncoder", "load_encoder"]
+__all__ = ["TextEncoder", "VisionEncoder", "layer_ids_of", "load_encoder"]

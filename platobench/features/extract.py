@@ -21,6 +21,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 from tqdm.auto import tqdm
 
+from platobench.encoders import layer_ids_of, load_encoder, packaged
 from platobench.encoders.runtime import resolve_device, resolve_dtype
 from platobench.errors import UserError
 from platobench.features.store import FeatureEntry, FeatureKey, FeatureStore
@@ -147,8 +148,6 @@ def model_revision(spec: Any) -> str:
     """What identifies the weights in the cache key: the pinned revision for hub sources; the asset's
     pinned sha256 for packaged ones; for a local folder, a hash of its config and of the names, sizes and
     modification times of its weight files (retraining into the same folder changes the key)."""
-    from platobench.encoders import packaged
-
     if spec.source_type == "packaged":
         return "sha256:" + packaged.get_asset(spec.packaged_asset).sha256
     if spec.source_type == "local":
@@ -173,12 +172,10 @@ def feature_key(
 ) -> FeatureKey:
     """The cache key of `spec` on `dataset` (DESIGN.md: model, revision, dtype, pooling, layer set, dataset,
     dataset revision, sample-id hash, prompt/template, extractor version) — computable without loading."""
-    if spec.num_layers is None:
-        raise UserError(f"model {spec.name}: the zoo entry needs num_layers to key its cache entry")
     compute = resolve_dtype(dtype or spec.dtype, device)
     return FeatureKey.for_dataset(
         dataset, model=spec.name, model_revision=model_revision(spec), dtype=str(compute).removeprefix("torch."),
-        pooling=spec.pooling, layers=tuple(spec.layer_ids(spec.num_layers)), prompt=prompt,
+        pooling=spec.pooling, layers=tuple(layer_ids_of(spec)), prompt=prompt,
         extractor_version=EXTRACTOR_VERSION,
     )
 
@@ -214,8 +211,6 @@ def extract(
     Text models read `texts` (one per sample; e.g. class prompts) or the dataset's captions selected by
     `prompt` ("caption:<index>"); vision models read the images. A warm cache loads no model at all.
     Returns the entry (lazy per-layer [N, D_l] tensors) and the report `--json` prints."""
-    from platobench.encoders import load_encoder
-
     t0 = time.perf_counter()
     dev = resolve_device(device)
     if spec.modality == "vision":
