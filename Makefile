@@ -21,13 +21,17 @@ test-fast: install  ## skip the tests marked slow
 	$(PY) -m pytest -q -m "not slow" $(PYTEST_ARGS)
 
 demo: install  ## the main job on the offline demo: no network, no GPU
-	$(PY) -m platobench run --pairs demo --settings demo
-	$(PY) -m platobench leaderboard
+	$(PY) -m platobench run --pairs demo --settings demo --out results/demo
+	$(PY) -m platobench leaderboard --results results --out leaderboard
 
 bench: install  ## performance benchmarks (figures go to benchmarks/BENCHMARKS.md)
 	$(PY) benchmarks/layer_grid.py
+	$(PY) benchmarks/permutation_null.py
 	$(PY) benchmarks/extract.py
+	$(PY) benchmarks/store.py
+	$(PY) benchmarks/encoders.py
 	$(PY) benchmarks/zeroshot.py
+	$(PY) benchmarks/theory.py
 	$(PY) benchmarks/jepa_train.py
 
 lint:

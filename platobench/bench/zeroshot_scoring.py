@@ -159,7 +159,8 @@ def score_zeroshot(
     extra.update(result["extra"])
     extra["layers"] = {"language": pick[0], "vision": pick[1], "selection": setting.selection}
     if last != pick and last in cells:
-        extra["last_layers"] = {k: cells[last]["extra"][k] for k in ("top1", "top5", "correlation")}
+        keys = ("top1", "top5", "correlation", "truth_correlation")
+        extra["last_layers"] = {k: cells[last]["extra"][k] for k in keys}
     extra["prompts"] = {
         "mode": opts.prompts, "key": prompts.prompt, "n_prompts": len(prompts),
         "fingerprint": prompts.fingerprint, "example": prompts.texts[0],

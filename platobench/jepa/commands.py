@@ -1,4 +1,5 @@
-"""`platobench jepa train`: train a text JEPA on good, bad or mixed views; write a checkpoint + zoo entry."""
+"""`platobench jepa train`: train a text JEPA on good, bad or mixed views; write a checkpoint + zoo entry.
+`platobench jepa compare`: good versus bad views over seeds, scored against a vision model next to LLMs."""
 
 from __future__ import annotations
 
@@ -100,6 +101,7 @@ def register(subparsers: Any) -> None:
         help="print one JSON object (initial_loss, final_loss, effective_rank, checkpoint, zoo_entry, ...)",
     )
     tr.set_defaults(func=_train)
+    _register_compare(sub)
 
 
 def _load_corpus(name: str, limit: int | None) -> CaptionCorpus:
@@ -167,4 +169,94 @@ def _train(args: argparse.Namespace) -> int:
             f"{summary['effective_rank']:.1f}; {summary['samples_per_s']:.1f} pairs/s"
         )
         print(f"checkpoint: {summary['checkpoint']}\nzoo entry:  {summary['zoo_entry']}")
+    return 0
+
+
+DEFAULT_LLMS = "demo/smollm2-135m,demo/minilm-l6"
+
+
+def _register_compare(sub: Any) -> None:
+    from platobench.bench.run_command import add_catalog_options
+
+    cp = sub.add_parser(
+        "compare",
+        help="good vs bad views over seeds, scored against a vision model next to LLMs",
+        description=(
+            "For each seed, train a good-view and a bad-view text JEPA with identical settings and the same "
+            "held-out split; extract them, the vision model and the LLMs on the held-out images through the "
+            "features cache (dataset '<DATA>:heldout<P>'); score every text model against the vision model "
+            "under copies of the paired settings renamed jepa-compare-<id> and write one result record each "
+            "under OUT/<setting>/; print good minus bad per setting (mean, std over seeds, per seed) next to "
+            "the LLMs. Checkpoints go to $PLATOBENCH_HOME/jepa/compare/. Example: platobench jepa compare "
+            "--data openclipart-desc --vision demo/dinov2-s-imgfocus --seeds 3"
+        ),
+    )
+    cp.add_argument("--data", required=True, metavar="DATASET",
+                    help="paired dataset whose samples have two captions (e.g. openclipart-desc)")
+    cp.add_argument("--vision", required=True, metavar="MODEL", help="vision model of the zoo (e.g. demo/dinov2-s-imgfocus)")
+    cp.add_argument("--seeds", type=int, default=3, help="number of seeds, 0..N-1, each trains good and bad (default 3)")
+    cp.add_argument("--steps", type=int, default=DEFAULT_STEPS, help=f"optimiser steps per run (default {DEFAULT_STEPS})")
+    cp.add_argument("--size", choices=list(SIZES), default="tiny", help="JEPA size (default tiny)")
+    cp.add_argument("--batch-size", type=int, default=64, help="training pairs per step (default 64)")
+    cp.add_argument("--lr", type=float, default=None, help="peak learning rate (default by size)")
+    cp.add_argument("--predictor", action="store_true", help="train with a predictor head")
+    cp.add_argument("--heldout", type=float, default=0.2, help="held-out share, by sample-id hash (default 0.2)")
+    cp.add_argument("--limit", type=int, default=None, help="use the first N samples of the dataset")
+    cp.add_argument("--settings", default="demo",
+                    help="paired setting ids or groups, comma-separated (default demo: mutual kNN, CKA, rotation)")
+    cp.add_argument("--llm", default=DEFAULT_LLMS, metavar="MODEL,...",
+                    help=f"text models measured on the same held-out data (default {DEFAULT_LLMS}; '' for none)")
+    cp.add_argument("--out", type=Path, default=Path("results"), help="results folder (default ./results)")
+    cp.add_argument("--device", default="cpu", help="extraction device: cpu, cuda or cuda:N (training picks its own)")
+    cp.add_argument("--json", action="store_true", help="print one JSON object (runs, records, summary, wall_s)")
+    add_catalog_options(cp)
+    cp.set_defaults(func=_compare)
+
+
+def _load_dataset(name: str, limit: int | None):
+    from platobench.data import get_dataset
+
+    dataset = get_dataset(name, limit=limit)
+    if not hasattr(dataset, "caption_views"):
+        raise UserError(f"--data {name!r} is a class dataset; compare needs a paired (image-caption) dataset")
+    return dataset
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from platobench.bench.settings import Catalog
+    from platobench.features.store import FeatureStore
+    from platobench.jepa.compare import CompareConfig, format_summary, run_compare
+    from platobench.zoo import zoo_from_args
+
+    _check_args(args)
+    if args.seeds < 1:
+        raise UserError(f"--seeds {args.seeds}: expected at least 1 seed")
+    zoo = zoo_from_args(args)
+    vision = zoo.get(args.vision)
+    if vision.modality != "vision":
+        raise UserError(f"--vision {args.vision!r} is a {vision.modality} model; expected a vision model")
+    llms = zoo.resolve(args.llm) if args.llm.strip() else []
+    wrong = [s.name for s in llms if s.modality != "text"]
+    if wrong:
+        raise UserError(f"--llm: {', '.join(wrong)} are not text models")
+    settings = Catalog(args.settings_file).resolve_settings(args.settings)
+    config = CompareConfig(
+        train=TrainConfig(
+            size=args.size, steps=args.steps, batch_size=args.batch_size, lr=args.lr,
+            predictor=args.predictor, heldout_fraction=args.heldout,
+        ),
+        seeds=list(range(args.seeds)), vision=vision, llms=llms, settings=settings, out=args.out,
+        device=args.device,
+    )
+    dataset = _load_dataset(args.data, args.limit)
+    log = lambda line: print(line, file=sys.stderr if args.json else sys.stdout, flush=True)  # noqa: E731
+    result = run_compare(dataset, config, store=FeatureStore(), home=paths.home(), log=log)
+    if args.json:
+        print(json.dumps({
+            "dataset": {"name": result.heldout.name, "n": len(result.heldout), "fingerprint": result.heldout.fingerprint},
+            "runs": result.runs, "records": result.paths, "summary": result.summary, "wall_s": result.wall_s,
+        }, indent=2))
+    else:
+        print(format_summary(result.summary))
+        print(f"{len(result.paths)} records under {args.out}; {result.wall_s:.0f} s")
     return 0
