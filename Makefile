@@ -11,7 +11,7 @@ install: $(STAMP)  ## venv + Python deps + Debian demo data + prepared demo weig
 $(STAMP): pyproject.toml requirements-demo.txt scripts/install_python.sh scripts/install_system.sh
 	bash scripts/install_system.sh
 	bash scripts/install_python.sh $(VENV)
-	$(PY) -m platobench prepare --all
+	$(PY) -m platobench prepare
 	touch $@
 
 test: install  ## the whole suite, slow real-model tests included (what CI runs)

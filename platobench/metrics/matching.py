@@ -50,7 +50,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
-import ot
 import torch
 from scipy.optimize import linear_sum_assignment, quadratic_assignment
 
@@ -213,6 +212,8 @@ def _solve_faq(A: np.ndarray, B: np.ndarray, seed: int, restarts: int) -> list[n
 def _solve_gw(A: np.ndarray, B: np.ndarray, seed: int, restarts: int) -> list[np.ndarray]:
     """Square-loss GW couplings (uniform marginals) from the product coupling and seeded starts,
     each rounded to a permutation by the Hungarian algorithm."""
+    import ot  # POT imports scikit-learn (~2.5 s): only when this solver runs
+
     n = A.shape[0]
     p = np.full(n, 1.0 / n)
     product = np.outer(p, p)
