@@ -12,6 +12,7 @@ is "auto" and the model runs in half precision, fall back to float32 once.
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -212,14 +213,14 @@ def extract(
     `prompt` ("caption:<index>"); vision models read the images. A warm cache loads no model at all.
     Returns the entry (lazy per-layer [N, D_l] tensors) and the report `--json` prints."""
     t0 = time.perf_counter()
-    dev = resolve_device(device)
+    state = parallel_state()
+    dev = state.device if state is not None and str(device).startswith("cuda") else resolve_device(device)
     if spec.modality == "vision":
         prompt = "image"
     key = feature_key(spec, dataset, prompt=prompt, device=dev, dtype=dtype)
     entry = store.get(key)
     cached = entry is not None
     if entry is None:
-        n = len(dataset)
         encoder = load_encoder(spec, device=dev, dtype=dtype, home=home)
         if list(encoder.layer_ids) != list(key.layers):
             raise UserError(
@@ -227,21 +228,16 @@ def extract(
                 f"but the zoo entry says num_layers={spec.num_layers}; fix the entry"
             )
         all_texts = _texts_for(dataset, prompt, texts) if spec.modality == "text" else None
-        with store.writer(key, dataset.ids, encoder.layer_ids, encoder.widths) as writer:
-            pending = writer.pending(chunk_size)
-            bar = tqdm(
-                total=n, initial=n - sum(b - a for a, b in pending), unit="sample", disable=not progress,
-                desc=f"extract {spec.name} on {dataset.name}", dynamic_ncols=True,
-            )
-            for start, stop in pending:
-                if all_texts is not None:
-                    outs = encode_texts(encoder, all_texts[start:stop], batch_size)
-                else:
-                    outs = encode_images(encoder, dataset, range(start, stop), batch_size, num_workers)
-                writer.write_chunk(start, outs)
-                bar.update(stop - start)
-            bar.close()
-            entry = writer.finalize()
+
+        def encode_chunk(start: int, stop: int) -> list[torch.Tensor]:
+            if all_texts is not None:
+                return encode_texts(encoder, all_texts[start:stop], batch_size)
+            return encode_images(encoder, dataset, range(start, stop), batch_size, num_workers)
+
+        if state is None:
+            entry = _write_entry(store, key, dataset, encoder, encode_chunk, chunk_size, progress)
+        else:
+            entry = _write_entry_parallel(state, store, key, dataset, encoder, encode_chunk, chunk_size, progress)
         del encoder
     report = ExtractReport(
         model=spec.name, dataset=dataset.name, path=str(entry.path), n=len(entry.ids),
@@ -249,3 +245,69 @@ def extract(
         seconds=round(time.perf_counter() - t0, 3),
     )
     return entry, report
+
+
+def parallel_state() -> Any:
+    """accelerate's process state when started by `accelerate launch` with several processes, else None."""
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        return None
+    from accelerate import PartialState
+
+    return PartialState()
+
+
+def _bar(n: int, done: int, name: str, dataset: str, progress: bool) -> Any:
+    return tqdm(total=n, initial=done, unit="sample", disable=not progress, desc=f"extract {name} on {dataset}",
+                dynamic_ncols=True)
+
+
+def _write_entry(store: FeatureStore, key: FeatureKey, dataset: Any, encoder: Any,
+                 encode_chunk: Callable[[int, int], list[torch.Tensor]], chunk_size: int,
+                 progress: bool) -> FeatureEntry:
+    """One process: encode every pending chunk, write it (resumable), then join the chunks."""
+    n = len(dataset)
+    with store.writer(key, dataset.ids, encoder.layer_ids, encoder.widths) as writer:
+        pending = writer.pending(chunk_size)
+        bar = _bar(n, n - sum(b - a for a, b in pending), encoder.spec.name, dataset.name, progress)
+        for start, stop in pending:
+            writer.write_chunk(start, encode_chunk(start, stop))
+            bar.update(stop - start)
+        bar.close()
+        return writer.finalize()
+
+
+def _write_entry_parallel(state: Any, store: FeatureStore, key: FeatureKey, dataset: Any, encoder: Any,
+                          encode_chunk: Callable[[int, int], list[torch.Tensor]], chunk_size: int,
+                          progress: bool) -> FeatureEntry:
+    """Data parallel (`accelerate launch -m platobench extract ...`): the main process holds the entry's
+    lock and writes; in each round every process encodes one pending chunk, the chunks are gathered to
+    the main process and written, so an interrupted run still resumes chunk by chunk and the result is one
+    merged entry, identical to a single-process extraction."""
+    from accelerate.utils import broadcast_object_list, gather_object
+
+    n = len(dataset)
+    writer = store.writer(key, dataset.ids, encoder.layer_ids, encoder.widths) if state.is_main_process else None
+    try:
+        box = [writer.pending(chunk_size) if writer is not None else None]
+        pending = broadcast_object_list(box)[0]
+        bar = _bar(n, n - sum(b - a for a, b in pending), encoder.spec.name, dataset.name,
+                   progress and state.is_main_process)
+        world = state.num_processes
+        for r in range(0, len(pending), world):
+            mine = pending[r + state.process_index] if r + state.process_index < len(pending) else None
+            out = [] if mine is None else [(mine[0], encode_chunk(*mine))]
+            for start, outs in gather_object(out):
+                if writer is not None:
+                    writer.write_chunk(start, outs)
+                bar.update(outs[0].shape[0])
+        bar.close()
+        if writer is not None:
+            writer.finalize()
+    finally:
+        if writer is not None:
+            writer.close()
+    state.wait_for_everyone()
+    entry = store.get(key)
+    if entry is None:
+        raise RuntimeError(f"data-parallel extraction of {encoder.spec.name} did not produce a complete entry")
+    return entry

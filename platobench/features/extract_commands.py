@@ -19,8 +19,10 @@ def register(subparsers: Any) -> None:
         description=(
             "Run each model over a dataset (text models on its captions, vision models on its images) and store "
             "pooled per-layer features in the cache ($PLATOBENCH_HOME/features). Cached entries are reused; an "
-            "interrupted run resumes from its finished chunks. Several GPUs: `accelerate launch -m platobench "
-            "extract ...` is not needed — a model larger than one GPU is sharded with device_map (--device cuda)."
+            "interrupted run resumes from its finished chunks. Several GPUs: `accelerate launch -m platobench extract "
+            "... --device cuda` splits the samples over the processes (one GPU each) and writes one merged entry; "
+            "a model larger than one GPU is instead sharded over all visible GPUs with device_map (plain "
+            "`platobench extract --device cuda`)."
         ),
     )
     p.add_argument("--model", required=True, help="model name(s), set names or globs, comma-separated (see `zoo list`)")
