@@ -142,3 +142,27 @@ def test_errors():
         permutation_null("cka", [x], [x], selection="first")
     with pytest.raises(UserError, match="n must be an integer >= 2"):
         chance_level("mutual_knn", 1)
+
+
+def test_fixed_pair_ci_equals_scoring_the_whole_grid_per_subset():
+    """A fixed layer pair's CI summarises only that pair per subset; it must equal taking that entry of the
+    full grid of each subset (same seeded subsets, same interval formula)."""
+    import math
+
+    from platobench.metrics import layer_grid
+
+    g = torch.Generator().manual_seed(3)
+    xs = [torch.randn(40, 6, generator=g) for _ in range(3)]
+    ys = [torch.randn(40, 5, generator=g) for _ in range(2)]
+    ys[1] = ys[1] + xs[2][:, :5]
+    lo, hi = subsample_ci("cka", xs, ys, selection="last", n_sub=8, frac=0.5, seed=4, preprocess="prh")
+    gen = torch.Generator().manual_seed(4)
+    subs = []
+    for _ in range(8):
+        idx = torch.randperm(40, generator=gen)[:20].sort().values
+        subs.append(float(layer_grid("cka", [x[idx] for x in xs], [y[idx] for y in ys], preprocess="prh")[-1, -1]))
+    s = torch.tensor(subs, dtype=torch.float64)
+    spread = (s - s.mean()) * math.sqrt(20 / 20)
+    q_lo, q_hi = torch.quantile(spread, torch.tensor([0.025, 0.975], dtype=torch.float64)).tolist()
+    obs = float(layer_grid("cka", xs, ys, preprocess="prh")[-1, -1])
+    assert lo == pytest.approx(max(obs - q_hi, -1.0), abs=1e-9) and hi == pytest.approx(min(obs - q_lo, 1.0), abs=1e-9)

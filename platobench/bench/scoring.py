@@ -82,7 +82,8 @@ def score_paired(
     if setting.n_ci > 0:
         lo, hi = subsample_ci(
             setting.metric, lang_layers, vis_layers, selection=setting.selection, n_sub=setting.n_ci,
-            frac=setting.ci_fraction, level=setting.ci_level, seed=setting.seed, preprocess=setting.preprocess, **params,
+            frac=setting.ci_fraction, level=setting.ci_level, seed=setting.seed, preprocess=setting.preprocess,
+            summaries=summaries, **params,
         )
         ci = IntervalRef(
             lo=lo, hi=hi, level=setting.ci_level,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import torch
@@ -82,20 +82,33 @@ class LayerSummaries:
         return grid.to(torch.float64)
 
 
-def _summaries(summarize: Any, stack: LayerStack, preprocess: str, n: int, params: dict[str, Any]) -> list[Any]:
+def _summaries(
+    summarize: Any, stack: LayerStack, preprocess: str, n: int, params: dict[str, Any], indices: Sequence[int] | None
+) -> list[Any]:
     out = []
-    for i, layer in enumerate(prepared_layers(stack, preprocess)):
+    for i, layer in zip(indices or range(len(stack)), prepared_layers(stack, preprocess, indices)):
         if layer.shape[0] != n:
             raise UserError(f"{stack.name}[{i}] has {layer.shape[0]} samples, expected N={n} like the other layers")
         out.append(summarize(layer, params))
     return out
 
 
-def summarize_layers(metric: str, Xs: Any, Ys: Any, *, preprocess: str = "none", **params: Any) -> LayerSummaries:
+def summarize_layers(
+    metric: str,
+    Xs: Any,
+    Ys: Any,
+    *,
+    preprocess: str = "none",
+    x_layers: Sequence[int] | None = None,
+    y_layers: Sequence[int] | None = None,
+    **params: Any,
+) -> LayerSummaries:
     """Validate the inputs and compute every layer's summary, one layer at a time (streaming).
 
     Xs, Ys: a sequence of [N, D_l] layers (torch or numpy; widths may differ; a lazy sequence is read
     one layer at a time) or a [L, N, D] tensor. `preprocess` applies to each model's whole stack.
+    x_layers / y_layers: summarise only these layer positions (the stack-level preprocessing statistics
+    still use every layer), e.g. to rescore one fixed layer pair.
     Peak memory: one layer's features (plus what the preprocess mode keeps) and the summaries.
     """
     m = get_metric(metric)
@@ -109,8 +122,8 @@ def summarize_layers(metric: str, Xs: Any, Ys: Any, *, preprocess: str = "none",
         raise UserError(f"Xs and Ys need at least 2 samples, got {n}")
     if m.validate is not None:
         m.validate(n, p)
-    sx = _summaries(m.summarize_x, xs, preprocess, n, p)
-    sy = _summaries(m.summarize_y or m.summarize_x, ys, preprocess, n, p)
+    sx = _summaries(m.summarize_x, xs, preprocess, n, p, x_layers)
+    sy = _summaries(m.summarize_y or m.summarize_x, ys, preprocess, n, p, y_layers)
     return LayerSummaries(m, p, n, sx, sy)
 
 

@@ -198,20 +198,27 @@ def subsample_ci(
     level: float = 0.95,
     seed: int = 0,
     preprocess: str = "none",
+    summaries: LayerSummaries | None = None,
     **params: Any,
 ) -> Interval:
     """Confidence interval of the selected score by subsampling without replacement (module docstring).
 
     n_sub: number of subsets B >= 2; frac: subset size m = round(frac * N), 2 <= m <= N - 1;
-    level: coverage in (0, 1); seed: torch.Generator seed of the subsets. Cost: B + 1 layer grids.
+    level: coverage in (0, 1); seed: torch.Generator seed of the subsets. summaries: the full-sample
+    summaries when already computed. Cost: B layer grids for "best"; for a fixed layer pair ("last",
+    "i,j") each subset summarises only that pair.
     """
     n_sub = check_int(n_sub, "n_sub", 2)
     check_fraction(frac, "frac")
     check_fraction(level, "level")
     seed = check_int(seed, "seed", 0)
-    full = summarize_layers(metric, Xs, Ys, preprocess=preprocess, **params)
+    full = summaries if summaries is not None else summarize_layers(metric, Xs, Ys, preprocess=preprocess, **params)
     m = full.metric
-    obs = select(full.grid(), selection, m.higher_is_better).score
+    grid = full.grid()
+    obs = select(grid, selection, m.higher_is_better).score
+    fixed = select_index(tuple(grid.shape), selection)
+    only = {} if fixed is None else {"x_layers": [fixed[0]], "y_layers": [fixed[1]]}
+    sub_selection = selection if fixed is None else (0, 0)
     n = full.n
     size = round(frac * n)
     if not 2 <= size <= n - 1:
@@ -221,10 +228,12 @@ def subsample_ci(
     for _ in range(n_sub):
         idx = torch.randperm(n, generator=gen)[:size].sort().values
         try:
-            sub = summarize_layers(metric, _Rows(Xs, idx, "Xs"), _Rows(Ys, idx, "Ys"), preprocess=preprocess, **params)
+            sub = summarize_layers(
+                metric, _Rows(Xs, idx, "Xs"), _Rows(Ys, idx, "Ys"), preprocess=preprocess, **only, **params
+            )
         except UserError as exc:
             raise UserError(f"subsample_ci: subsets of {size} samples are too small for {metric}: {exc}") from None
-        scores.append(select(sub.grid(), selection, m.higher_is_better).score)
+        scores.append(select(sub.grid(), sub_selection, m.higher_is_better).score)
     s = torch.tensor(scores, dtype=torch.float64)
     spread = (s - s.mean()) * math.sqrt(size / (n - size))
     alpha = 1.0 - level
