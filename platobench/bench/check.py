@@ -95,8 +95,9 @@ def compare(old: ResultRecord, new: ResultRecord, *, statistics: bool = True) ->
             shape = lambda g: None if g is None else f"{len(g)}x{len(g[0])}"
             diffs.append(Diff(f"grid shape {shape(old.grid)} -> {shape(new.grid)}", None, None, None, reshaped=True))
         else:
-            cells = [(abs(a - b), i, j) for i, (ra, rb) in enumerate(zip(old.grid, new.grid))
-                     for j, (a, b) in enumerate(zip(ra, rb))]
+            # a cell is null where a layer was excluded as constant; null on one side only is a move
+            cells = [(0.0 if a is None and b is None else math.inf if a is None or b is None else abs(a - b), i, j)
+                     for i, (ra, rb) in enumerate(zip(old.grid, new.grid)) for j, (a, b) in enumerate(zip(ra, rb))]
             worst, i, j = max(cells, key=lambda c: (math.isnan(c[0]), c[0]))
             diffs.append(Diff(f"grid[{i}][{j}] (largest cell change)", old.grid[i][j], new.grid[i][j], worst))
     return diffs

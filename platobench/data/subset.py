@@ -32,7 +32,9 @@ def paired_subset(dataset: PairedDataset, indices: Sequence[int], *, tag: str) -
         raise ValueError(f"subset {tag!r} of {dataset.name!r} is empty")
     bad = [i for i in indices if not 0 <= i < len(dataset)]
     if bad:
-        raise IndexError(f"subset {tag!r}: indices {bad[:5]} out of range for {dataset.name!r} (n={len(dataset)})")
+        raise IndexError(
+            f"subset {tag!r}: indices {bad[:5]} out of range for {dataset.name!r} (n={len(dataset)})"
+        )
     groups = [dataset.groups[i] for i in indices] if dataset.groups is not None else None
     return PairedDataset(
         f"{dataset.name}:{tag}",

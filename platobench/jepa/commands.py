@@ -191,24 +191,50 @@ def _register_compare(sub: Any) -> None:
             "--data openclipart-desc --vision demo/dinov2-s-imgfocus --seeds 3"
         ),
     )
-    cp.add_argument("--data", required=True, metavar="DATASET",
-                    help="paired dataset whose samples have two captions (e.g. openclipart-desc)")
-    cp.add_argument("--vision", required=True, metavar="MODEL", help="vision model of the zoo (e.g. demo/dinov2-s-imgfocus)")
-    cp.add_argument("--seeds", type=int, default=3, help="number of seeds, 0..N-1, each trains good and bad (default 3)")
-    cp.add_argument("--steps", type=int, default=DEFAULT_STEPS, help=f"optimiser steps per run (default {DEFAULT_STEPS})")
+    cp.add_argument(
+        "--data",
+        required=True,
+        metavar="DATASET",
+        help="paired dataset whose samples have two captions (e.g. openclipart-desc)",
+    )
+    cp.add_argument(
+        "--vision",
+        required=True,
+        metavar="MODEL",
+        help="vision model of the zoo (e.g. demo/dinov2-s-imgfocus)",
+    )
+    cp.add_argument(
+        "--seeds", type=int, default=3, help="number of seeds, 0..N-1, each trains good and bad (default 3)"
+    )
+    cp.add_argument(
+        "--steps", type=int, default=DEFAULT_STEPS, help=f"optimiser steps per run (default {DEFAULT_STEPS})"
+    )
     cp.add_argument("--size", choices=list(SIZES), default="tiny", help="JEPA size (default tiny)")
     cp.add_argument("--batch-size", type=int, default=64, help="training pairs per step (default 64)")
     cp.add_argument("--lr", type=float, default=None, help="peak learning rate (default by size)")
     cp.add_argument("--predictor", action="store_true", help="train with a predictor head")
-    cp.add_argument("--heldout", type=float, default=0.2, help="held-out share, by sample-id hash (default 0.2)")
+    cp.add_argument(
+        "--heldout", type=float, default=0.2, help="held-out share, by sample-id hash (default 0.2)"
+    )
     cp.add_argument("--limit", type=int, default=None, help="use the first N samples of the dataset")
-    cp.add_argument("--settings", default="demo",
-                    help="paired setting ids or groups, comma-separated (default demo: mutual kNN, CKA, rotation)")
-    cp.add_argument("--llm", default=DEFAULT_LLMS, metavar="MODEL,...",
-                    help=f"text models measured on the same held-out data (default {DEFAULT_LLMS}; '' for none)")
+    cp.add_argument(
+        "--settings",
+        default="demo",
+        help="paired setting ids or groups, comma-separated (default demo: mutual kNN, CKA, rotation)",
+    )
+    cp.add_argument(
+        "--llm",
+        default=DEFAULT_LLMS,
+        metavar="MODEL,...",
+        help=f"text models measured on the same held-out data (default {DEFAULT_LLMS}; '' for none)",
+    )
     cp.add_argument("--out", type=Path, default=Path("results"), help="results folder (default ./results)")
-    cp.add_argument("--device", default="cpu", help="extraction device: cpu, cuda or cuda:N (training picks its own)")
-    cp.add_argument("--json", action="store_true", help="print one JSON object (runs, records, summary, wall_s)")
+    cp.add_argument(
+        "--device", default="cpu", help="extraction device: cpu, cuda or cuda:N (training picks its own)"
+    )
+    cp.add_argument(
+        "--json", action="store_true", help="print one JSON object (runs, records, summary, wall_s)"
+    )
     add_catalog_options(cp)
     cp.set_defaults(func=_compare)
 
@@ -242,20 +268,43 @@ def _compare(args: argparse.Namespace) -> int:
     settings = Catalog(args.settings_file).resolve_settings(args.settings)
     config = CompareConfig(
         train=TrainConfig(
-            size=args.size, steps=args.steps, batch_size=args.batch_size, lr=args.lr,
-            predictor=args.predictor, heldout_fraction=args.heldout,
+            size=args.size,
+            steps=args.steps,
+            batch_size=args.batch_size,
+            lr=args.lr,
+            predictor=args.predictor,
+            heldout_fraction=args.heldout,
         ),
-        seeds=list(range(args.seeds)), vision=vision, llms=llms, settings=settings, out=args.out,
+        seeds=list(range(args.seeds)),
+        vision=vision,
+        llms=llms,
+        settings=settings,
+        out=args.out,
         device=args.device,
     )
     dataset = _load_dataset(args.data, args.limit)
-    log = lambda line: print(line, file=sys.stderr if args.json else sys.stdout, flush=True)  # noqa: E731
+
+    def log(line: str) -> None:
+        print(line, file=sys.stderr if args.json else sys.stdout, flush=True)
+
     result = run_compare(dataset, config, store=FeatureStore(), home=paths.home(), log=log)
     if args.json:
-        print(json.dumps({
-            "dataset": {"name": result.heldout.name, "n": len(result.heldout), "fingerprint": result.heldout.fingerprint},
-            "runs": result.runs, "records": result.paths, "summary": result.summary, "wall_s": result.wall_s,
-        }, indent=2))
+        print(
+            json.dumps(
+                {
+                    "dataset": {
+                        "name": result.heldout.name,
+                        "n": len(result.heldout),
+                        "fingerprint": result.heldout.fingerprint,
+                    },
+                    "runs": result.runs,
+                    "records": result.paths,
+                    "summary": result.summary,
+                    "wall_s": result.wall_s,
+                },
+                indent=2,
+            )
+        )
     else:
         print(format_summary(result.summary))
         print(f"{len(result.paths)} records under {args.out}; {result.wall_s:.0f} s")

@@ -79,7 +79,9 @@ class CompareResult:
 def compare_setting(setting: Setting) -> Setting:
     """The compare copy of a paired setting: id "jepa-compare-<id without a 'demo-' prefix>"."""
     if setting.kind != "paired":
-        raise UserError(f"--settings: {setting.id!r} is a {setting.kind} setting; compare needs paired settings")
+        raise UserError(
+            f"--settings: {setting.id!r} is a {setting.kind} setting; compare needs paired settings"
+        )
     return setting.model_copy(update={"id": SETTING_PREFIX + setting.id.removeprefix("demo-")})
 
 
@@ -109,8 +111,11 @@ def summarize(records: Sequence[ResultRecord], seeds: Sequence[int]) -> dict[str
     out: dict[str, Any] = {}
     for setting in dict.fromkeys(r.setting for r in records):
         rs = [r for r in records if r.setting == setting]
-        by_run = {(r.extra["jepa_compare"]["views"], r.extra["jepa_compare"]["seed"]): r.score
-                  for r in rs if "jepa_compare" in r.extra}
+        by_run = {
+            (r.extra["jepa_compare"]["views"], r.extra["jepa_compare"]["seed"]): r.score
+            for r in rs
+            if "jepa_compare" in r.extra
+        }
         paired = [s for s in seeds if ("good", s) in by_run and ("bad", s) in by_run]
         out[setting] = {
             "metric": rs[0].metric.id,
@@ -141,7 +146,14 @@ def format_summary(summary: dict[str, Any]) -> str:
     for setting, s in summary.items():
         arrow = "↑" if s["higher_is_better"] else "↓"
         per_seed = ", ".join(f"{v:+.4f}" for v in s["good_minus_bad"]["per_seed"])
-        row = [setting, f"{s['metric']} {arrow}", pm(s["good"]), pm(s["bad"]), pm(s["good_minus_bad"]), per_seed]
+        row = [
+            setting,
+            f"{s['metric']} {arrow}",
+            pm(s["good"]),
+            pm(s["bad"]),
+            pm(s["good_minus_bad"]),
+            per_seed,
+        ]
         row += [f"{s['others'][o]:.4f}" if o in s["others"] else "missing" for o in others]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
@@ -158,15 +170,26 @@ class _Features:
         prompt = "image" if spec.modality == "vision" else prompt
         if (spec.name, prompt) not in self._entries:
             entry, _ = extract(
-                spec, self.dataset, store=self.store, prompt=prompt, device=self.config.device,
-                batch_size=self.config.batch_size, num_workers=self.config.workers, progress=False, home=self.home,
+                spec,
+                self.dataset,
+                store=self.store,
+                prompt=prompt,
+                device=self.config.device,
+                batch_size=self.config.batch_size,
+                num_workers=self.config.workers,
+                progress=False,
+                home=self.home,
             )
             self._entries[(spec.name, prompt)] = entry
         return self._entries[(spec.name, prompt)]
 
 
 def _score(
-    setting: Setting, language: ModelSpec, vision: ModelSpec, features: _Features, extra: dict[str, Any] | None
+    setting: Setting,
+    language: ModelSpec,
+    vision: ModelSpec,
+    features: _Features,
+    extra: dict[str, Any] | None,
 ) -> ResultRecord:
     a = features(language, f"caption:{setting.caption_index}")
     b = features(vision, "image")
@@ -174,14 +197,26 @@ def _score(
     ds = features.dataset
     inputs = {"language": a.digest, "vision": b.digest}
     record = score_paired(
-        setting, language, vision, list(a.layers), list(b.layers),
+        setting,
+        language,
+        vision,
+        list(a.layers),
+        list(b.layers),
         DatasetRef(name=ds.name, revision=ds.revision, n=len(ds), fingerprint=ds.fingerprint),
-        inputs=inputs, revisions=(a.key["model_revision"], b.key["model_revision"]),
+        inputs=inputs,
+        revisions=(a.key["model_revision"], b.key["model_revision"]),
     )
     record.extra["setting_config"] = setting.model_dump(mode="json")
     if extra is not None:
         record.extra["jepa_compare"] = extra
     return record
+
+
+def _progress_line(name: str, line: dict[str, float]) -> str:
+    return (
+        f"    {name} step {line['step']}: loss {line['loss']:.4f}, held-out loss {line['heldout_loss']:.4f}, "
+        f"effective rank {line['effective_rank']:.1f}"
+    )
 
 
 def run_compare(
@@ -200,7 +235,10 @@ def run_compare(
     corpus = CaptionCorpus.from_dataset(dataset)
     heldout = heldout_subset(dataset, config.train.heldout_fraction)
     result = CompareResult(heldout=heldout)
-    log(f"{dataset.name}: {len(heldout)} held-out samples ({heldout.name}); training {len(config.seeds)} seeds x good/bad")
+    log(
+        f"{dataset.name}: {len(heldout)} held-out samples ({heldout.name}); "
+        f"training {len(config.seeds)} seeds x good/bad"
+    )
     jepas: list[tuple[ModelSpec, dict[str, Any]]] = []
     for seed in config.seeds:
         for views in VIEWS:
@@ -208,24 +246,45 @@ def run_compare(
             name = model_name(cfg.size, views, dataset.name, seed)
             start = time.perf_counter()
             try:
-                trained = train(corpus, cfg)
+                trained = train(corpus, cfg, progress=lambda line, n=name: log(_progress_line(n, line)))
             except ValueError as exc:
                 raise UserError(f"--data {dataset.name}: {exc}") from exc
             summary = export_run(
-                trained, corpus, cfg, name=name, out_dir=home / "jepa" / "compare" / name.split("/", 1)[1], home=home
+                trained,
+                corpus,
+                cfg,
+                name=name,
+                out_dir=home / "jepa" / "compare" / name.split("/", 1)[1],
+                home=home,
             )
             summary["train_s"] = round(time.perf_counter() - start, 1)
             result.runs.append(summary)
-            log(f"  trained {name}: held-out loss {summary['initial_loss']:.4f} -> {summary['final_loss']:.4f}, "
-                f"effective rank {summary['effective_rank']:.1f}, {summary['train_s']} s")
+            log(
+                f"  trained {name}: held-out loss {summary['initial_loss']:.4f} -> "
+                f"{summary['final_loss']:.4f}, "
+                f"effective rank {summary['effective_rank']:.1f}, {summary['train_s']} s"
+            )
             (spec,) = read_zoo_file(summary["zoo_entry"]).models
-            jepas.append((spec, {
-                "views": views, "seed": seed, "size": cfg.size, "steps": cfg.steps, "batch_size": cfg.batch_size,
-                "heldout_fraction": cfg.heldout_fraction, "parent_dataset": {
-                    "name": dataset.name, "revision": dataset.revision, "fingerprint": dataset.fingerprint,
-                },
-                "final_loss": summary["final_loss"], "effective_rank": summary["effective_rank"],
-            }))
+            jepas.append(
+                (
+                    spec,
+                    {
+                        "views": views,
+                        "seed": seed,
+                        "size": cfg.size,
+                        "steps": cfg.steps,
+                        "batch_size": cfg.batch_size,
+                        "heldout_fraction": cfg.heldout_fraction,
+                        "parent_dataset": {
+                            "name": dataset.name,
+                            "revision": dataset.revision,
+                            "fingerprint": dataset.fingerprint,
+                        },
+                        "final_loss": summary["final_loss"],
+                        "effective_rank": summary["effective_rank"],
+                    },
+                )
+            )
     features = _Features(heldout, store, config, home)
     language: list[tuple[ModelSpec, dict[str, Any] | None]] = jepas + [(s, None) for s in config.llms]
     for setting in settings:
