@@ -383,61 +383,26 @@ def _no_chance(n: int, params: dict[str, Any]) -> None:
 _PARAMS = {"k": 10, "backend": "torch"}
 _KNN_INVARIANCES = ("rotation", "isotropic_scaling", "sample_permutation_joint")
 
+def _knn_metric(
+    id: str, combine: Any, *, symmetric: bool, description: str, chance: Any = None, min_n: int = 2,
+    range: tuple[float, float] | None = (0.0, 1.0),
+) -> Metric:
+    """A kNN-family descriptor: shared parameters, invariances, summaries and permutation hook."""
+    return Metric(
+        id=id, params=dict(_PARAMS), higher_is_better=True, symmetric=symmetric, invariances=_KNN_INVARIANCES,
+        chance=chance or _no_chance, summarize_x=_summarize, combine=combine, validate=_validate(min_n),
+        description=description, range=range, extra={"permute": permute_knn},
+    )
+
+
 for _metric in (
-    Metric(
-        id="mutual_knn",
-        params=dict(_PARAMS),
-        higher_is_better=True,
-        symmetric=True,
-        invariances=_KNN_INVARIANCES,
-        chance=lambda n, p: p["k"] / (n - 1),
-        summarize_x=_summarize,
-        combine=combine_mutual,
-        validate=_validate(2),
-        description="mean fraction of shared k nearest neighbours (inner product, self excluded; PRH)",
-        range=(0.0, 1.0),
-        extra={"permute": permute_knn},
-    ),
-    Metric(
-        id="cycle_knn",
-        params=dict(_PARAMS),
-        higher_is_better=True,
-        symmetric=False,
-        invariances=_KNN_INVARIANCES,
-        chance=_no_chance,
-        summarize_x=_summarize,
-        combine=combine_cycle,
-        validate=_validate(2),
-        description="fraction of samples i reached back from a Y-neighbour through X-neighbours (PRH)",
-        range=(0.0, 1.0),
-        extra={"permute": permute_knn},
-    ),
-    Metric(
-        id="lcs_knn",
-        params=dict(_PARAMS),
-        higher_is_better=True,
-        symmetric=True,
-        invariances=_KNN_INVARIANCES,
-        chance=_no_chance,
-        summarize_x=_summarize,
-        combine=combine_lcs,
-        validate=_validate(2),
-        description="longest common subsequence of the ordered kNN lists / k (PRH)",
-        range=(0.0, 1.0),
-        extra={"permute": permute_knn},
-    ),
-    Metric(
-        id="cknna",
-        params=dict(_PARAMS),
-        higher_is_better=True,
-        symmetric=False,
-        invariances=_KNN_INVARIANCES,
-        chance=_no_chance,
-        summarize_x=_summarize,
-        combine=combine_cknna,
-        validate=_validate(4),
-        description="CKA restricted to mutual k-nearest-neighbour pairs, unbiased HSIC (PRH reference estimator)",
-        extra={"permute": permute_knn},
-    ),
+    _knn_metric("mutual_knn", combine_mutual, symmetric=True, chance=lambda n, p: p["k"] / (n - 1),
+                description="mean fraction of shared k nearest neighbours (inner product, self excluded; PRH)"),
+    _knn_metric("cycle_knn", combine_cycle, symmetric=False,
+                description="fraction of samples i reached back from a Y-neighbour through X-neighbours (PRH)"),
+    _knn_metric("lcs_knn", combine_lcs, symmetric=True,
+                description="longest common subsequence of the ordered kNN lists / k (PRH)"),
+    _knn_metric("cknna", combine_cknna, symmetric=False, min_n=4, range=None,
+                description="CKA restricted to mutual k-nearest-neighbour pairs, unbiased HSIC (PRH reference estimator)"),
 ):
     register(_metric)
