@@ -70,18 +70,16 @@ def main() -> None:
     n = len(ds)
     rows = []
 
-    enc = load_encoder(zoo.get(args.text_model))
+    text_enc = load_encoder(zoo.get(args.text_model))
     texts = ds.captions(0)
-    base, t_base = timed(lambda: baseline_texts(enc, texts))
-    ours, t_ours = timed(lambda: encode_texts(enc, texts, args.batch_size))
+    base, t_base = timed(lambda: baseline_texts(text_enc, texts))
+    ours, t_ours = timed(lambda: encode_texts(text_enc, texts, args.batch_size))
     rows.append((args.text_model, f"{n} captions", n / t_base, n / t_ours, max_diff(base, ours)))
-    del enc
 
-    enc = load_encoder(zoo.get(args.vision_model))
-    base, t_base = timed(lambda: baseline_images(enc, ds, n))
-    ours, t_ours = timed(lambda: encode_images(enc, ds, range(n), args.batch_size, args.workers))
+    vis_enc = load_encoder(zoo.get(args.vision_model))
+    base, t_base = timed(lambda: baseline_images(vis_enc, ds, n))
+    ours, t_ours = timed(lambda: encode_images(vis_enc, ds, range(n), args.batch_size, args.workers))
     rows.append((args.vision_model, f"{n} images", n / t_base, n / t_ours, max_diff(base, ours)))
-    del enc
 
     with tempfile.TemporaryDirectory() as tmp:
         store = FeatureStore(Path(tmp))

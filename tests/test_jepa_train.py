@@ -213,3 +213,4 @@ def test_tiny_trains_on_openclipart_without_collapse(tmp_path):
     result = train(corpus, TrainConfig(size="tiny", views=parse_views("good"), steps=100, batch_size=32))
     assert result.final_loss < 0.8 * result.initial_loss
     assert result.effective_rank > 10.0  # tiny features are 128-d; a collapsed encoder sits near 1
+

@@ -74,7 +74,7 @@ def _run(args: argparse.Namespace) -> int:
             print(f"{len(pairs)} pairs x {len(settings)} settings = {len(jobs)} records; {len(rows)} extractions:")
             for r in rows:
                 gib = "?" if r["est_gpu_gib"] is None else f"{r['est_gpu_gib']} GiB"
-                print(f"  {r['model']:<42} {r['dataset']:<18} {str(r['params_m'] or '?'):>8} M params  ~{gib:<10} cached: {r['cached']}")
+                print(f"  {r['model']:<42} {r['dataset']:<18} {r['params_m'] or '?'!s:>8} M params  ~{gib:<10} cached: {r['cached']}")
         return 0
     print(f"platobench run: {len(pairs)} pairs x {len(settings)} settings = {len(jobs)} records -> {args.out}",
           file=sys.stderr)

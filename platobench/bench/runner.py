@@ -4,9 +4,10 @@ pair x setting, write one record each. A failing model or pair does not lose the
 from __future__ import annotations
 
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from tqdm.auto import tqdm
 
@@ -14,10 +15,10 @@ from platobench.bench.results import DatasetRef, ResultRecord, load_record, reco
 from platobench.bench.settings import Setting
 from platobench.bench.zeroshot_inputs import zeroshot_inputs
 from platobench.data import get_dataset
+from platobench.encoders.runtime import resolve_device
 from platobench.errors import UserError
 from platobench.features.extract import extract, feature_key
 from platobench.features.store import FeatureEntry, FeatureStore, check_same_samples
-from platobench.encoders.runtime import resolve_device
 from platobench.zoo import ModelSpec
 
 

@@ -3,18 +3,26 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 
-from platobench.bench.results import DatasetRef, IntervalRef, MetricRef, ModelRef, NullRef, ResultRecord, git_sha
+from platobench.bench.results import (
+    DatasetRef,
+    IntervalRef,
+    MetricRef,
+    ModelRef,
+    NullRef,
+    ResultRecord,
+    git_sha,
+)
 from platobench.bench.settings import Setting
 from platobench.metrics import get_metric
 from platobench.metrics.api import summarize_layers
 from platobench.metrics.selection import select
 from platobench.metrics.stats import chance_level, permutation_null, subsample_ci
 from platobench.zoo import ModelSpec
-
 
 CONSTANT_RTOL = 1e-5
 

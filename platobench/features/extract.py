@@ -14,9 +14,10 @@ from __future__ import annotations
 import hashlib
 import os
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import torch
 from torch.utils.data import DataLoader, Dataset

@@ -6,11 +6,24 @@ Public API: `train(corpus, config) -> TrainResult`, `export_run(...)` (checkpoin
 `CaptionCorpus`, `TrainConfig`, `parse_views`, `ViewSampler`, `SIZES`, `jepa_loss`, `effective_rank`.
 """
 
-from platobench.jepa.export import export_run
-from platobench.jepa.losses import LossWeights, effective_rank, jepa_loss
-from platobench.jepa.model import SIZES, TextJEPA
-from platobench.jepa.train import CaptionCorpus, TrainConfig, TrainResult, is_heldout, split, train
-from platobench.jepa.views import ViewMode, ViewPair, ViewSampler, parse_views
+import importlib
+from typing import Any
+
+_HOMES = {
+    "export_run": "export", "LossWeights": "losses", "effective_rank": "losses", "jepa_loss": "losses",
+    "SIZES": "sizes", "TextJEPA": "model", "CaptionCorpus": "train", "TrainConfig": "train", "TrainResult": "train",
+    "is_heldout": "train", "split": "train", "train": "train", "ViewMode": "views", "ViewPair": "views",
+    "ViewSampler": "views", "parse_views": "views",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import the public names on first use (PEP 562): the CLI imports this package, and transformers
+    (needed only to train) takes seconds to import."""
+    if name not in _HOMES:
+        raise AttributeError(f"module 'platobench.jepa' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"platobench.jepa.{_HOMES[name]}"), name)
+
 
 __all__ = [
     "SIZES",

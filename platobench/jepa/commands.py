@@ -11,9 +11,7 @@ from typing import Any
 
 from platobench import paths
 from platobench.errors import UserError
-from platobench.jepa.export import export_run
-from platobench.jepa.model import SIZES
-from platobench.jepa.train import CaptionCorpus, TrainConfig, train
+from platobench.jepa.sizes import SIZES
 from platobench.jepa.views import parse_views
 
 DEFAULT_STEPS = 300
@@ -104,8 +102,9 @@ def register(subparsers: Any) -> None:
     _register_compare(sub)
 
 
-def _load_corpus(name: str, limit: int | None) -> CaptionCorpus:
+def _load_corpus(name: str, limit: int | None) -> Any:
     from platobench.data import get_dataset
+    from platobench.jepa.train import CaptionCorpus
 
     dataset = get_dataset(name, limit=limit)
     if not hasattr(dataset, "caption_views"):
@@ -131,6 +130,9 @@ def _check_args(args: argparse.Namespace) -> None:
 
 
 def _train(args: argparse.Namespace) -> int:
+    from platobench.jepa.export import export_run
+    from platobench.jepa.train import TrainConfig, train
+
     views = parse_views(args.views)
     _check_args(args)
     corpus = _load_corpus(args.data, args.limit)
@@ -252,6 +254,7 @@ def _compare(args: argparse.Namespace) -> int:
     from platobench.bench.settings import Catalog
     from platobench.features.store import FeatureStore
     from platobench.jepa.compare import CompareConfig, format_summary, run_compare
+    from platobench.jepa.train import TrainConfig
     from platobench.zoo import zoo_from_args
 
     _check_args(args)

@@ -10,4 +10,4 @@ from platobench.metrics import cca, kernel, knn, procrustes  # noqa: F401  (regi
 from platobench.metrics.api import LayerSummaries, layer_grid, score, summarize_layers
 from platobench.metrics.registry import Metric, get_metric, list_metrics
 
-__all__ = ["score", "layer_grid", "summarize_layers", "LayerSummaries", "list_metrics", "get_metric", "Metric"]
+__all__ = ["LayerSummaries", "Metric", "get_metric", "layer_grid", "list_metrics", "score", "summarize_layers"]

@@ -11,8 +11,9 @@ score by construction (up to float rounding of batched products, < 1e-6).
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
