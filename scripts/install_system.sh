@@ -2,12 +2,13 @@
 # Install the Debian packages platobench's offline data comes from:
 #   openclipart-png openclipart-svg  paired image-caption demo data (openclipart-* datasets)
 #   dataset-fashion-mnist            zero-shot class demo data (fashion-mnist)
+#   tuxpaint-stamps-default          cartoon stamps with English captions, GPL-2 (tuxpaint, tuxpaint-categories)
 #   wordnet-base                     WordNet 3.0 glosses of ImageNet classes (imagenet-100 descriptions)
 #   chromium                         headless browser for the leaderboard's HTML checks
 # Runs `apt-get update` once, then installs what is missing, when run as root with apt-get present;
 # otherwise prints the one command to run. Usage: sh scripts/install_system.sh
 set -eu
-PACKAGES="openclipart-png openclipart-svg dataset-fashion-mnist wordnet-base chromium"
+PACKAGES="openclipart-png openclipart-svg dataset-fashion-mnist tuxpaint-stamps-default wordnet-base chromium"
 
 missing=""
 for p in $PACKAGES; do

@@ -24,8 +24,10 @@ from platobench.data import (
     ids_hash,
     list_datasets,
     template_sets,
+    tuxpaint,
     wordnet,
 )
+from platobench.data.catalog import licence_of
 from platobench.data.imagenet import imagenet100
 from platobench.errors import UserError
 
@@ -48,10 +50,23 @@ def test_catalogue_names_and_kinds():
         "cifar-10",
         "cifar-100",
         "cinic-10",
+        "tuxpaint",
+        "tuxpaint-categories",
     } <= set(infos)
     assert infos["wit-1024"].source == "hub:minhuh/prh" and infos["wit-1024"].revision == "wit_1024"
     assert infos["openclipart-1024"].offline and not infos["wit-1024"].offline
     assert infos["fashion-mnist"].kind == "class" and infos["coco-captions"].kind == "paired"
+    assert infos["tuxpaint"].kind == "paired" and infos["tuxpaint-categories"].kind == "class"
+    assert infos["tuxpaint"].offline and infos["tuxpaint"].source == "debian:tuxpaint-stamps-default"
+    assert "GPL-2" in infos["tuxpaint"].description
+
+
+def test_licences():
+    assert licence_of("tuxpaint") == licence_of("tuxpaint-categories") == "GPL-2 (Tux Paint stamps)"
+    assert "public domain" in licence_of("openclipart-1024")
+    assert licence_of("coco-captions") == "see the source"
+    with pytest.raises(UserError, match="unknown dataset"):
+        licence_of("nope-set")
 
 
 def test_unknown_name_suggests_close_ones():
@@ -270,3 +285,15 @@ def test_cli_data_show_json(capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["n"] == 4 and out["kind"] == "class" and len(out["samples"]) == 2
     assert out["samples"][0] == {"id": "test/00000", "label": 9, "class": "ankle boot"}
+    assert out["licence"].startswith("MIT") and out["source"] == "debian:dataset-fashion-mnist"
+
+
+@pytest.mark.skipif(not tuxpaint.DEFAULT_ROOT.is_dir(), reason="Debian tuxpaint-stamps-default not installed")
+def test_cli_data_show_paired_quality_counts(capsys):
+    assert main(["data", "show", "tuxpaint", "--limit", "50", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["n"] == 50 and out["distinct_captions"] == 50 and out["duplicate_images"] == 0
+    assert out["licence"].startswith("GPL-2") and out["source"] == "debian:tuxpaint-stamps-default"
+    assert main(["data", "show", "tuxpaint", "--limit", "5", "--no-image-check"]) == 0
+    text = capsys.readouterr().out
+    assert "distinct_captions 5" in text and "duplicate_images  not checked" in text and "GPL-2" in text

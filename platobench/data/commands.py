@@ -6,7 +6,8 @@ import argparse
 import json
 from typing import Any
 
-from platobench.data import ClassDataset, get_dataset, list_datasets
+from platobench.data import ClassDataset, get_dataset, list_datasets, quality
+from platobench.data.catalog import licence_of, lookup
 from platobench.errors import UserError
 
 
@@ -24,8 +25,9 @@ def register(subparsers: Any) -> None:
     ls.set_defaults(func=_list)
     show = sub.add_parser(
         "show",
-        help="build a dataset and print its size, fingerprint and first samples",
-        description="Build NAME (reads images lazily: only the shown samples are opened) and print it.",
+        help="build a dataset and print its size, fingerprint, quality counts and first samples",
+        description="Build NAME and print it. For a paired set it also counts distinct captions and "
+        "duplicate images (decodes every image; --no-image-check skips that).",
     )
     show.add_argument("name", help="dataset name (see `platobench data list`)")
     show.add_argument("--limit", type=int, default=None, help="keep the first N samples")
@@ -36,6 +38,9 @@ def register(subparsers: Any) -> None:
         default=[],
         metavar="KEY=VALUE",
         help="dataset option, e.g. seed=1 or templates=cifar (repeatable)",
+    )
+    show.add_argument(
+        "--no-image-check", action="store_true", help="do not decode every image to count duplicates"
     )
     show.add_argument("--json", action="store_true", help="print a JSON object")
     show.set_defaults(func=_show)
@@ -67,11 +72,14 @@ def _show(args: argparse.Namespace) -> int:
     if args.samples < 0:
         raise UserError(f"--samples {args.samples}: expected a count >= 0")
     ds = get_dataset(args.name, limit=args.limit, **_parse_options(args.option))
+    info = lookup(args.name).info
     out: dict[str, Any] = {
         "name": ds.name,
         "revision": ds.revision,
         "n": len(ds),
         "fingerprint": ds.fingerprint,
+        "source": info.source,
+        "licence": licence_of(args.name),
     }
     shown = []
     for i in range(min(args.samples, len(ds))):
@@ -84,19 +92,29 @@ def _show(args: argparse.Namespace) -> int:
             kind="class", classes=len(ds.class_names), class_names=ds.class_names, templates=ds.templates
         )
     else:
-        out.update(kind="paired", max_captions=max(len(ds.caption_views(i)) for i in range(len(ds))))
+        report = quality.check(ds, images=not args.no_image_check)
+        out.update(
+            kind="paired",
+            max_captions=max(len(ds.caption_views(i)) for i in range(len(ds))),
+            distinct_captions=report.distinct_captions,
+            duplicate_images=report.extra_images(),
+        )
     out["samples"] = shown
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
         return 0
-    for key in ("name", "kind", "revision", "n", "fingerprint"):
-        print(f"{key:12} {out[key]}")
+    keys = ["name", "kind", "revision", "n", "fingerprint", "source", "licence"]
+    if not isinstance(ds, ClassDataset):
+        keys[4:4] = ["distinct_captions", "duplicate_images"]
+    for key in keys:
+        value = "not checked" if out.get(key, "") is None else out[key]
+        print(f"{key:17} {value}")
     if isinstance(ds, ClassDataset):
         print(
-            f"{'classes':12} {len(ds.class_names)}: {', '.join(ds.class_names[:12])}"
+            f"{'classes':17} {len(ds.class_names)}: {', '.join(ds.class_names[:12])}"
             + (" ..." if len(ds.class_names) > 12 else "")
         )
-        print(f"{'templates':12} {len(ds.templates)}, e.g. {ds.templates[0]!r}")
+        print(f"{'templates':17} {len(ds.templates)}, e.g. {ds.templates[0]!r}")
     for s in shown:
         print(f"  {s['id']}: " + (s["class"] if "class" in s else " | ".join(c[:80] for c in s["captions"])))
     return 0

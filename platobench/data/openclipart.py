@@ -1,8 +1,12 @@
 """Paired and class datasets built offline from Debian's `openclipart-png` + `openclipart-svg` packages.
 
 A sample is one real PNG file (symlinks that file the same image under a second category are folded into
-it; PNGs over `max_bytes` are skipped), its title (`dc:title` of the matching SVG) and, where present,
-its description (`dc:description`) as a second caption: two human-written *good views* of one image.
+it; PNGs over `max_bytes` are skipped; a PNG whose picture repeats an earlier one in path order is dropped:
+`platobench.data.quality.file_digest` compares decoded pixels, as some copies differ only in encoding),
+its title (`dc:title` of the matching SVG) and, where present, its description (`dc:description`) as a
+second caption: two human-written *good views* of one image. Paired sets use cleaned captions
+(`platobench.data.captions`: names, boilerplate and file names dropped) and keep one image per caption, so
+no two samples share caption 0 (checked by `platobench.data.quality.require_unique_captions`).
 Selection is deterministic: candidates are sorted by path, then permuted with `random.Random(seed)`;
 the first n of that permutation are the dataset, so a `limit` is a random subset, never one category.
 """
@@ -22,7 +26,16 @@ from PIL import Image
 
 from platobench import paths
 from platobench.data.base import ClassDataset, PairedDataset
+from platobench.data.captions import (
+    caption_key,
+    clean_description,
+    clean_title,
+    set_labels,
+    shared_descriptions,
+    unique_by,
+)
 from platobench.data.debian import package_version, require_dir
+from platobench.data.quality import file_digest, require_unique_captions
 from platobench.data.svgmeta import read_svg_meta
 from platobench.errors import UserError
 
@@ -31,18 +44,23 @@ PACKAGES = ["openclipart-png", "openclipart-svg"]
 MAX_BYTES = 400_000
 # Top-level folders that are not a visual category ("unsorted", "special": mixed leftovers).
 NON_CATEGORIES = frozenset({"unsorted", "special"})
-CATALOGUE_FORMAT = 1  # bump when the catalogue rules change: cached catalogues are then rebuilt
+CATALOGUE_FORMAT = 2  # bump when the catalogue rules change: cached catalogues are then rebuilt
+IMAGES_RULE = "images=unique-pixels"  # in every revision: PNGs that repeat a picture are dropped
+CAPTIONS_RULE = "captions=clean-v1"  # in paired revisions: bump with the rules of platobench/data/captions.py
 
 
 @dataclass(frozen=True)
 class Clip:
-    """One image: `id` is its path under png/ without the extension, e.g. "animals/birds/owl_01"."""
+    """One image: `id` is its path under png/ without the extension, e.g. "animals/birds/owl_01";
+    `title`, `description` and `creator` as the SVG states them; `digest` of the picture (`file_digest`)."""
 
     id: str
     png: Path
     category: str
     title: str
     description: str
+    creator: str
+    digest: str
 
 
 def _revision(root: Path, seed: int, max_bytes: int) -> str:
@@ -50,7 +68,7 @@ def _revision(root: Path, seed: int, max_bytes: int) -> str:
         source = "debian:" + ",".join(f"{p}={package_version(p) or 'unpackaged'}" for p in PACKAGES)
     else:
         source = f"local:{root}"
-    return f"{source};seed={seed};max_bytes={max_bytes}"
+    return f"{source};seed={seed};max_bytes={max_bytes};{IMAGES_RULE}"
 
 
 def _scan(root: Path, max_bytes: int) -> tuple[Clip, ...]:
@@ -65,8 +83,11 @@ def _scan(root: Path, max_bytes: int) -> tuple[Clip, ...]:
         meta = read_svg_meta(svg) if svg.is_file() else None
         if meta is None or not meta.title:
             continue
-        clips.append(Clip(rel.as_posix(), png, rel.parts[0], meta.title, meta.description))
-    return tuple(clips)
+        digest = file_digest(png)
+        clips.append(
+            Clip(rel.as_posix(), png, rel.parts[0], meta.title, meta.description, meta.creator, digest)
+        )
+    return tuple(unique_by(clips, lambda c: c.digest))
 
 
 def _cache_file(root: Path, max_bytes: int) -> Path | None:
@@ -82,14 +103,14 @@ def _cache_file(root: Path, max_bytes: int) -> Path | None:
 @functools.lru_cache(maxsize=4)
 def catalogue(root: Path = DEFAULT_ROOT, max_bytes: int = MAX_BYTES) -> tuple[Clip, ...]:
     """Every usable clip under `root` (png/ and svg/ trees), sorted by id: real files only, at most
-    `max_bytes`, with a non-empty title. Raises UserError naming the Debian packages when missing.
-    Parsing the 7,000 SVGs takes seconds, so the installed packages' catalogue is cached as JSON under
+    `max_bytes`, with a non-empty title, each picture once. Raises UserError naming the Debian packages when missing.
+    Parsing the 7,000 SVGs and decoding the PNGs takes about half a minute, so the installed packages' catalogue is cached as JSON under
     `$PLATOBENCH_HOME/data` (its name changes with the package versions)."""
     cache = _cache_file(root, max_bytes)
     if cache is not None and cache.is_file():
         try:
             rows = json.loads(cache.read_text("utf-8"))
-            return tuple(Clip(r[0], Path(r[1]), r[2], r[3], r[4]) for r in rows)
+            return tuple(Clip(r[0], Path(r[1]), r[2], r[3], r[4], r[5], r[6]) for r in rows)
         except (ValueError, IndexError, TypeError):
             pass  # unreadable: rebuilt below
     clips = _scan(root, max_bytes)
@@ -124,6 +145,29 @@ class _PngLoader:
             return im
 
 
+def captioned(
+    clips: tuple[Clip, ...], seed: int, *, with_description: bool = False
+) -> list[tuple[Clip, list[str]]]:
+    """(clip, captions) in seeded order with cleaned captions: [title] or [title, description] (the
+    description cleaned too, and different from the title); clips whose title is dropped are skipped,
+    `with_description` also skips clips without a description; one clip per title key, the first.
+    Set labels and shared descriptions are counted over all of `clips`, so any n gives a prefix."""
+    labels = set_labels([c.title for c in clips], [c.category for c in clips])
+    shared = shared_descriptions(c.description for c in clips)
+    rows = []
+    for c in _permuted(clips, seed):
+        title = clean_title(c.title, creator=c.creator, labels=labels)
+        if not title:
+            continue
+        description = clean_description(c.description, title, shared=shared)
+        if description and caption_key(description) == caption_key(c.title):
+            description = ""
+        if with_description and not description:
+            continue
+        rows.append((c, [title, description] if description else [title]))
+    return unique_by(rows, lambda row: caption_key(row[1][0]))
+
+
 def paired(
     name: str,
     *,
@@ -133,21 +177,23 @@ def paired(
     root: Path = DEFAULT_ROOT,
     max_bytes: int = MAX_BYTES,
 ) -> PairedDataset:
-    """Paired dataset: the first `n` clips of the seeded permutation (all when None). Captions:
-    [title] or [title, description]; `with_description` keeps only clips that have a description."""
-    pool = [c for c in _permuted(catalogue(root, max_bytes), seed) if c.description or not with_description]
+    """Paired dataset: the first `n` captioned clips of the seeded permutation (all when None), see
+    `captioned`. Raises DuplicateCaptionError if two samples would share caption 0."""
+    rows = captioned(catalogue(root, max_bytes), seed, with_description=with_description)
     if n is not None:
-        if n > len(pool):
-            raise UserError(f"dataset {name!r} asks for {n} images but only {len(pool)} qualify under {root}")
-        pool = pool[:n]
-    views = [[c.title, c.description] if c.description else [c.title] for c in pool]
-    return PairedDataset(
-        name,
-        _revision(root, seed, max_bytes),
-        [c.id for c in pool],
-        views,
-        _PngLoader(pool),
-        groups=[c.category for c in pool],
+        if n > len(rows):
+            raise UserError(f"dataset {name!r} asks for {n} images but only {len(rows)} qualify under {root}")
+        rows = rows[:n]
+    pool = [c for c, _ in rows]
+    return require_unique_captions(
+        PairedDataset(
+            name,
+            f"{_revision(root, seed, max_bytes)};{CAPTIONS_RULE}",
+            [c.id for c in pool],
+            [views for _, views in rows],
+            _PngLoader(pool),
+            groups=[c.category for c in pool],
+        )
     )
 
 

@@ -5,7 +5,8 @@ Parsed with the standard library's expat-based `xml.etree.ElementTree.XMLParser`
 a document whose DOCTYPE declares anything but plain literal entities (external `SYSTEM`/`PUBLIC`
 entities, parameter entities, or entities that reference other entities: the "billion laughs" shape)
 is refused and yields no metadata. Only `dc:title`/`dc:description` that are direct children of the
-`cc:Work` element count; the titles inside `cc:Agent` (creator, publisher) are names of people.
+`cc:Work` element count as the work's text; the title inside `dc:creator/cc:Agent` is kept apart as the
+creator's name (caption cleaning uses it to recognise titles that are only a name).
 """
 
 from __future__ import annotations
@@ -28,10 +29,11 @@ _ENTITY_DECL = re.compile(rb"<!ENTITY", re.DOTALL)
 
 @dataclass(frozen=True)
 class SvgMeta:
-    """Whitespace-normalised `dc:title` and `dc:description` of the work ("" when absent)."""
+    """Whitespace-normalised `dc:title`, `dc:description` and creator name of the work ("" when absent)."""
 
     title: str
     description: str
+    creator: str = ""
 
 
 class _Done(Exception):
@@ -39,11 +41,12 @@ class _Done(Exception):
 
 
 class _MetaTarget:
-    """XMLParser target collecting the text of cc:Work/dc:title and cc:Work/dc:description."""
+    """XMLParser target collecting the text of cc:Work/dc:title, cc:Work/dc:description and
+    cc:Work/dc:creator/cc:Agent/dc:title."""
 
     def __init__(self) -> None:
         self.stack: list[str] = []
-        self.fields: dict[str, list[str]] = {"title": [], "description": []}
+        self.fields: dict[str, list[str]] = {"title": [], "description": [], "creator": []}
         self._field: str | None = None
 
     def start(self, tag: str, attrib: dict[str, str]) -> None:
@@ -51,6 +54,14 @@ class _MetaTarget:
         self.stack.append(tag)
         if parent in (CC + "Work", CC_NEW + "Work") and tag in (DC + "title", DC + "description"):
             self._field = tag[len(DC) :]
+        elif (
+            tag == DC + "title"
+            and len(self.stack) >= 4
+            and self.stack[-4] in (CC + "Work", CC_NEW + "Work")
+            and self.stack[-3] == DC + "creator"
+            and self.stack[-2] in (CC + "Agent", CC_NEW + "Agent")
+        ):
+            self._field = "creator"
 
     def end(self, tag: str) -> None:
         self.stack.pop()
@@ -86,8 +97,8 @@ def _clean(parts: list[str]) -> str:
 
 
 def read_svg_meta(path: Path, *, chunk_bytes: int = 1 << 16) -> SvgMeta:
-    """Title and description of the SVG at `path`; empty strings when the file has no (safe, well-formed)
-    metadata. Reads only up to the end of the `<metadata>` element."""
+    """Title, description and creator of the SVG at `path`; empty strings when the file has no (safe,
+    well-formed) metadata. Reads only up to the end of the `<metadata>` element."""
     target = _MetaTarget()
     parser = XMLParser(target=target)
     with open(path, "rb") as fh:
@@ -106,4 +117,5 @@ def read_svg_meta(path: Path, *, chunk_bytes: int = 1 << 16) -> SvgMeta:
             pass
         except ParseError:
             return SvgMeta("", "")
-    return SvgMeta(_clean(target.fields["title"]), _clean(target.fields["description"]))
+    fields = target.fields
+    return SvgMeta(_clean(fields["title"]), _clean(fields["description"]), _clean(fields["creator"]))

@@ -13,7 +13,7 @@ from types import ModuleType
 
 from platobench.errors import UserError
 
-_FILES = ("cifar", "fashion-mnist", "openclipart", "single")
+_FILES = ("cifar", "fashion-mnist", "openclipart", "single", "tuxpaint")
 _OPEN_CLIP = {"openai-imagenet": "OPENAI_IMAGENET_TEMPLATES", "simple-imagenet": "SIMPLE_IMAGENET_TEMPLATES"}
 
 
