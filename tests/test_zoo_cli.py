@@ -45,7 +45,8 @@ def test_every_action_has_help(capsys, action):
 def test_list_json_filters(capsys):
     code, out, _ = run(capsys, "zoo", "list", "--filter", "demo/*", "--modality", "vision", "--json")
     assert code == 0
-    assert [m["name"] for m in json.loads(out)] == ["demo/dinov2-s-imgfocus", "demo/efficientnet-lite0"]
+    assert [m["name"] for m in json.loads(out)] == [
+        "demo/dinov2-s-imgfocus", "demo/efficientnet-lite0", "demo/efficientnet-lite1", "demo/efficientnet-lite2"]
 
 
 def test_list_by_set_and_kind(capsys):

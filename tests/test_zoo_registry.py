@@ -41,8 +41,8 @@ def test_unknown_name_without_close_match_points_to_the_list(zoo):
 
 
 def test_list_filters(zoo):
-    assert [s.name for s in zoo.list("demo/*", modality="text")] == ["demo/smollm2-135m", "demo/minilm-l6",
-                                                                    "demo/gemma3-270m"]
+    assert [s.name for s in zoo.list("demo/*", modality="text")] == [
+        "demo/smollm2-135m", "demo/minilm-l6", "demo/minilm-l3", "demo/mpnet-base", "demo/gemma3-270m"]
     assert {s.name for s in zoo.list("*DINOV2*", kind="vision_vit")} >= {"dinov2/vit-g14.lvd142m",
                                                                           "dinov2-hf/vit-s14"}
     assert all(s.modality == "vision" for s in zoo.list(modality="vision"))

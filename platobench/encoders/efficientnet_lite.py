@@ -1,10 +1,13 @@
 """EfficientNet-Lite (Tan & Le 2019; the Lite variants drop squeeze-excitation and use ReLU6) through
 `efficientnet_lite_pytorch` (loader "efficientnet_lite"), from a prepared folder holding
-`model.safetensors` and `config.json` (see `packaged`, asset "efficientnet-lite0").
+`model.safetensors` and `config.json` ({"architecture": "efficientnet-lite0|1|2", "num_classes": 1000,
+"image_size": 224|240|260}; see `packaged.py`, assets "efficientnet-lite0/1/2").
 
 Layers are stages, each globally average-pooled: index 0 the stem, 1..7 the seven MBConv stages (a stage
-starts where a block changes width), 8 the 1x1 head convolution (1280-d, the features the classifier
-reads). Preprocessing: shorter side 256 (bicubic), centre crop 224, ImageNet mean/std.
+starts where a block changes width; Lite0/1/2 have 16/21/21 blocks), 8 the 1x1 head convolution (1280-d,
+the features the classifier reads; the Lite variants do not scale stem and head). Preprocessing, as the
+TensorFlow Lite checkpoints were trained: shorter side to image_size + 32 px (bicubic), centre crop
+image_size (224/240/260), pixels in [0, 255] mapped to (x - 127) / 128.
 """
 
 from __future__ import annotations
@@ -23,8 +26,10 @@ from platobench.encoders.sources import local_path
 from platobench.errors import UserError
 from platobench.zoo.spec import ModelSpec
 
-IMAGENET_MEAN = (0.485, 0.456, 0.406)
-IMAGENET_STD = (0.229, 0.224, 0.225)
+# (x - 127) / 128 on 0..255 pixels, written for ToTensor's 0..1 scale.
+LITE_MEAN = (127 / 255,) * 3
+LITE_STD = (128 / 255,) * 3
+CROP_PADDING = 32  # resize the shorter side to image_size + 32, then centre-crop image_size
 
 
 def stage_ends(model: Any) -> list[int]:
@@ -36,14 +41,17 @@ def stage_ends(model: Any) -> list[int]:
 class EfficientNetLiteEncoder(VisionEncoder):
     """EfficientNet-Lite features per stage, global-average pooled."""
 
-    def __init__(self, spec: ModelSpec, model: Any, device: torch.device, dtype: torch.dtype) -> None:
+    def __init__(
+        self, spec: ModelSpec, model: Any, device: torch.device, dtype: torch.dtype, image_size: int | None = None
+    ) -> None:
         self.spec = spec
         self.model = model.eval()
         self.device = device
         self.dtype = dtype
         self.ends = stage_ends(model)
-        size = model._global_params.image_size
-        self.transform = image_transform(round(size * 256 / 224), (size, size), IMAGENET_MEAN, IMAGENET_STD)
+        size = image_size or model._global_params.image_size
+        self.image_size = size
+        self.transform = image_transform(size + CROP_PADDING, (size, size), LITE_MEAN, LITE_STD)
         widths = [model._bn0.num_features] + [model._blocks[i]._block_args.output_filters for i in self.ends]
         widths.append(model._bn1.num_features)
         self.layer_ids = spec.layer_ids(len(widths) - 1)
@@ -51,7 +59,7 @@ class EfficientNetLiteEncoder(VisionEncoder):
 
     @torch.inference_mode()
     def encode(self, pixels: torch.Tensor) -> list[torch.Tensor]:
-        """`[B, 3, 224, 224]` -> one `[B, C_stage]` float32 CPU tensor per entry of `layer_ids`."""
+        """`[B, 3, S, S]` (S = `image_size`) -> one `[B, C_stage]` float32 CPU tensor per entry of `layer_ids`."""
         m = self.model
         x = m._swish(m._bn0(m._conv_stem(pixels.to(self.device, self.dtype))))
         maps = [x]
@@ -75,4 +83,5 @@ def load(spec: ModelSpec, *, device: torch.device, dtype: str | None = None, hom
     model = EfficientNet.from_name(config["architecture"], num_classes=config.get("num_classes", 1000))
     model.load_state_dict(load_file(str(folder / "model.safetensors")), strict=True)
     torch_dtype = resolve_dtype(dtype or spec.dtype, device)
-    return EfficientNetLiteEncoder(spec, model.to(device, torch_dtype), device, torch_dtype)
+    size = spec.image_size or config.get("image_size")
+    return EfficientNetLiteEncoder(spec, model.to(device, torch_dtype), device, torch_dtype, size)

