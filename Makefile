@@ -4,7 +4,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.platobench-installed
 PYTEST_ARGS ?=
 
-.PHONY: install test test-fast demo bench lint clean
+.PHONY: install test test-fast demo board bench lint clean
 
 install: $(STAMP)  ## venv + Python deps + Debian demo data + prepared demo weights
 
@@ -20,8 +20,12 @@ test: install  ## the whole suite, slow real-model tests included (what CI runs)
 test-fast: install  ## skip the tests marked slow
 	$(PY) -m pytest -q -m "not slow" $(PYTEST_ARGS)
 
-demo: install  ## the main job on the offline demo: no network, no GPU
-	$(PY) -m platobench run --pairs demo --settings demo --out results/demo
+demo: install  ## the main job on the offline demo (a slice of the offline board): no network, no GPU
+	$(PY) -m platobench run --pairs demo --settings demo --out results/offline
+	$(PY) -m platobench leaderboard --results results --out leaderboard
+
+board: install  ## the whole offline board (every ladder model and baseline, both datasets): the committed records
+	$(PY) -m platobench run --pairs offline --settings offline --out results/offline
 	$(PY) -m platobench leaderboard --results results --out leaderboard
 
 bench: install  ## performance benchmarks (figures go to benchmarks/BENCHMARKS.md)

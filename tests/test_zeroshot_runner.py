@@ -357,7 +357,7 @@ def test_builtin_zeroshot_settings_and_groups():
     assert [s.id for s in cat.resolve_settings("zeroshot")] == [
         "zs-cifar10", "zs-cinic10", "zs-cifar100", "zs-in100", "zs-in100-gloss",
     ]
-    assert [s.id for s in cat.resolve_settings("demo-zeroshot")] == ["zs-fmnist", "zs-openclipart"]
+    assert [s.id for s in cat.resolve_settings("demo-zeroshot")] == ["zs-fmnist", "zs-openclipart", "zs-tuxpaint"]
     for s in cat.resolve_settings("zeroshot,demo-zeroshot"):
         assert s.kind == "zeroshot" and s.selection == "last"
         opts = ZeroshotOptions.of(s)

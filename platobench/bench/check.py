@@ -9,6 +9,12 @@ offline (a packaged demo model or a local folder). The recomputed score, last-la
 score, null mean, CI bounds and every cell of the layer grid are compared with the record; a difference
 above `tol` is a failure, printed as a diff table. Records that cannot be recomputed are listed with the
 reason (never skipped silently); with `strict` they count as failures.
+
+`perturb` (relative noise, e.g. 1e-6) multiplies every feature by (1 + perturb * e), e ~ N(0, 1) seeded:
+the size of the differences between CPUs' float rounding. A committed score that moves by more than the
+tolerance under it depends on rounding (exact or near ties among neighbours) and would not reproduce on
+another machine. A record may carry its own tolerance in `extra["check_tolerance"]` (with
+`extra["check_tolerance_why"]`); check then uses the larger of that and `tol`, and says so.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from platobench.bench.results import ResultRecord, load_records
 from platobench.bench.run_command import SCORERS, add_catalog_options
 from platobench.bench.runner import JobInputs, job_inputs
@@ -31,7 +39,7 @@ from platobench.features.extract import extract, feature_key
 from platobench.features.store import FeatureEntry, FeatureStore, check_same_samples
 from platobench.zoo import ModelSpec, Zoo, zoo_from_args
 
-OFFLINE_SOURCES = frozenset({"packaged", "local"})
+OFFLINE_SOURCES = frozenset({"packaged", "local", "baseline"})
 SCORE_FIELDS = ("score", "last_layer_score")
 STAT_FIELDS = ("calibrated", "null.mean", "ci.lo", "ci.hi")
 
@@ -107,9 +115,11 @@ class Checker:
     """Recomputes records; keeps dataset and feature entries across records so each is built once."""
 
     def __init__(self, zoo: Zoo, catalog: Catalog, store: FeatureStore, *, device: str = "cpu",
-                 allow_extract: bool = True, statistics: bool = True, progress: bool = False) -> None:
+                 allow_extract: bool = True, statistics: bool = True, progress: bool = False,
+                 perturb: float = 0.0, perturb_seed: int = 0) -> None:
         self.zoo, self.catalog, self.store = zoo, catalog, store
         self.device, self.allow_extract, self.statistics, self.progress = device, allow_extract, statistics, progress
+        self.perturb, self.perturb_seed = perturb, perturb_seed
         self._inputs: dict[int | None, dict[Any, Any]] = {}  # per limit: the runner's memo of datasets
         self._entries: dict[tuple[str, str, str], FeatureEntry] = {}
 
@@ -179,8 +189,11 @@ class Checker:
             out.notes.append("features have a different cache key than when recorded (code or weights changed)")
         if not self.statistics:
             setting = setting.model_copy(update={"n_perm": 0, "n_ci": 0})
+        layers_a, layers_b = self._maybe_perturb(list(a.layers)), self._maybe_perturb(list(b.layers))
+        if self.perturb:
+            out.notes.append(f"features perturbed by relative noise {self.perturb:g} (seed {self.perturb_seed})")
         new = SCORERS[setting.kind](
-            setting, lang, vis, list(a.layers), list(b.layers), record.dataset, inputs=inputs,
+            setting, lang, vis, layers_a, layers_b, record.dataset, inputs=inputs,
             revisions=(a.key["model_revision"], b.key["model_revision"]), **job_in.scorer_kwargs,
         )
         out.diffs = compare(record, new, statistics=self.statistics)
@@ -188,13 +201,35 @@ class Checker:
         return out, new
 
 
+    def _maybe_perturb(self, layers: list[torch.Tensor]) -> list[torch.Tensor]:
+        """Each [N, D] layer times (1 + perturb * e), e ~ N(0, 1) from a seeded generator; as is when 0."""
+        if not self.perturb:
+            return layers
+        gen = torch.Generator().manual_seed(self.perturb_seed)
+        return [x * (1 + self.perturb * torch.randn(x.shape, generator=gen, dtype=x.dtype)) for x in layers]
+
+
+def record_tolerance(record: ResultRecord, tol: float) -> tuple[float, str | None]:
+    """The tolerance a record is checked at: the larger of `tol` and the record's own stated tolerance
+    (`extra["check_tolerance"]`), with a note when the record's is used."""
+    own = record.extra.get("check_tolerance")
+    if isinstance(own, (int, float)) and not isinstance(own, bool) and math.isfinite(own) and own > tol:
+        why = record.extra.get("check_tolerance_why", "no reason given")
+        return float(own), f"checked at the record's own tolerance {own:g} ({why})"
+    return tol, None
+
+
 def run_check(records: list[ResultRecord], checker: Checker, tol: float) -> list[Outcome]:
-    """Check every record; status "moved" when any compared value differs by more than `tol`."""
+    """Check every record; status "moved" when any compared value differs by more than its tolerance
+    (`record_tolerance`)."""
     outcomes = []
     for record in records:
         out, _ = checker.check(record)
+        own_tol, note = record_tolerance(record, tol)
+        if note:
+            out.notes.append(note)
         if out.diffs:
-            out.status = "moved" if any(d.moved(tol) for d in out.diffs) else "ok"
+            out.status = "moved" if any(d.moved(own_tol) for d in out.diffs) else "ok"
         outcomes.append(out)
     return outcomes
 
@@ -241,6 +276,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("--no-extract", action="store_true", help="use cached features only; never load a model")
     p.add_argument("--strict", action="store_true", help="records that cannot be recomputed fail the check")
     p.add_argument("--device", default="cpu", help="device for extractions (cpu, cuda, cuda:N)")
+    p.add_argument("--perturb", type=float, default=0.0, metavar="REL",
+                   help="multiply every feature by (1 + REL * N(0,1)) before recomputing, e.g. 1e-6: a score that "
+                        "moves under CPU-rounding-sized noise would not reproduce on another machine")
+    p.add_argument("--perturb-seed", type=int, default=0, help="seed of the --perturb noise (default 0)")
     p.add_argument("--json", action="store_true", help="print the outcome of every record as JSON")
     add_catalog_options(p)
     p.set_defaults(func=_check)
@@ -254,8 +293,11 @@ def _check(args: argparse.Namespace) -> int:
     records = load_records(args.results)
     if not records:
         raise UserError(f"--results: no result records (*.json) under {args.results}")
+    if not (0 <= args.perturb < 1 and math.isfinite(args.perturb)):
+        raise UserError(f"--perturb must be a relative noise level in [0, 1), got {args.perturb}")
     checker = Checker(zoo_from_args(args), Catalog(args.settings_file), FeatureStore(), device=args.device,
-                      allow_extract=not args.no_extract, statistics=not args.scores_only, progress=not args.json)
+                      allow_extract=not args.no_extract, statistics=not args.scores_only, progress=not args.json,
+                      perturb=args.perturb, perturb_seed=args.perturb_seed)
     outcomes = run_check(records, checker, args.tol)
     counts = {s: sum(o.status == s for o in outcomes) for s in ("ok", "moved", "skipped")}
     failed = counts["moved"] > 0 or counts["ok"] + counts["moved"] == 0 or (args.strict and counts["skipped"] > 0)

@@ -7,6 +7,10 @@ only ranked against scores of the same protocol on the same samples. Ranks use c
 skip missing values: a language model that lacks a vision reference of its board has no mean (it shows as
 "missing (k/n)"), and a pair that lacks a setting shows as missing in the overview, never as a better mean.
 
+Baselines (zoo family `baseline/`, negative controls) stay in the ranked tables, tagged "(baseline)"; every
+row carries its verdict against the board's strongest baseline and each table ends with one sentence saying
+whether any real model beats the baselines beyond the confidence intervals (platobench/bench/baselines.py).
+
 Values reported by papers (paper_values.yaml) are listed in a separate, labelled table, never in measured rows.
 """
 
@@ -23,6 +27,7 @@ from typing import Any
 
 import yaml
 
+from platobench.bench.baselines import board_sentence, is_baseline, verdicts
 from platobench.bench.results import ResultRecord, load_records
 from platobench.errors import UserError
 
@@ -30,7 +35,7 @@ PAPER_VALUES = Path(__file__).with_name("paper_values.yaml")
 MISSING = "missing"
 CSV_COLUMNS = (
     "setting", "dataset", "n", "dataset_fingerprint", "rank", "language", "vision", "language_family",
-    "vision_family", "language_kind", "vision_kind", "metric", "higher_is_better", "score", "calibrated",
+    "vision_family", "language_kind", "vision_kind", "is_baseline", "verdict", "metric", "higher_is_better", "score", "calibrated",
     "ci_lo", "ci_hi", "ci_level", "p_value", "null_mean", "chance", "layer_language", "layer_vision",
     "last_layer_score", "params_language_m", "params_vision_m", "schema_version", "platobench_version",
     "git_sha", "created",
@@ -77,8 +82,19 @@ class Board:
         return f"{self.setting} — {m.id} on {d.name} (n={d.n}, {direction})"
 
     @property
+    def verdicts(self) -> dict[str, str]:
+        """pair_id -> verdict against the board's strongest baseline ({} without a baseline row)."""
+        return verdicts([row.record for row in self.rows])
+
+    @property
+    def sentence(self) -> str:
+        """Whether any real pair of the board beats its strongest baseline, as one sentence."""
+        return board_sentence([row.record for row in self.rows])
+
+    @property
     def vision_models(self) -> list[str]:
-        return sorted({r.record.vision.name for r in self.rows})
+        """The board's real vision models (the per-language means average over these; baselines excluded)."""
+        return sorted({r.record.vision.name for r in self.rows if not is_baseline(r.record.vision.name)})
 
     @property
     def language_models(self) -> list[str]:
@@ -112,9 +128,10 @@ def build_boards(records: list[ResultRecord]) -> list[Board]:
 
 
 def language_summary(board: Board) -> list[dict[str, Any]]:
-    """Per language model of a board: its score against each vision model of the board and the mean over
-    them. The mean is None (missing) unless every vision model of the board has a finite score; rows with
-    a mean are ranked, the others follow unranked."""
+    """Per language model of a board: its score against each real vision model of the board and the mean
+    over them (baseline vision models are left out, so a control never enters a real model's mean). The
+    mean is None (missing) unless every such vision model has a finite score; rows with a mean are ranked,
+    the others follow unranked."""
     vision = board.vision_models
     higher = board.first.metric.higher_is_better
     scores: dict[str, dict[str, float]] = {}
@@ -124,11 +141,11 @@ def language_summary(board: Board) -> list[dict[str, Any]]:
     rows = []
     for lang in board.language_models:
         got = scores.get(lang, {})
-        complete = all(v in got for v in vision)
+        complete = bool(vision) and all(v in got for v in vision)
         rows.append({
             "language": lang, "scores": {v: got.get(v) for v in vision},
             "mean": sum(got[v] for v in vision) / len(vision) if complete else None,
-            "present": len(got), "expected": len(vision),
+            "present": sum(v in got for v in vision), "expected": len(vision),
         })
     ranked = sorted((r for r in rows if r["mean"] is not None), key=lambda r: -r["mean"] if higher else r["mean"])
     for i, r in enumerate(ranked):
@@ -171,18 +188,26 @@ def fmt_layers(r: ResultRecord) -> str:
     return f"{r.layers[0]}, {r.layers[1]}{sizes}"
 
 
+def model_cell(name: str) -> str:
+    """A model name as the Markdown tables show it: baselines tagged "(baseline)"."""
+    return f"{name} (baseline)" if is_baseline(name) else name
+
+
 def fmt_params(value: float | None) -> str:
     if value is None:
         return MISSING
     return f"{value / 1000:.1f}B" if value >= 1000 else f"{value:g}M"
 
 
-def csv_row(rank: int | None, r: ResultRecord) -> dict[str, Any]:
+def csv_row(rank: int | None, r: ResultRecord, verdict: str = "") -> dict[str, Any]:
+    """One CSV row; `verdict` is the record's verdict against its board's strongest baseline."""
     return {
         "setting": r.setting, "dataset": r.dataset.name, "n": r.dataset.n, "dataset_fingerprint": r.dataset.fingerprint,
         "rank": rank if rank is not None else "", "language": r.language.name, "vision": r.vision.name,
         "language_family": family(r.language.name), "vision_family": family(r.vision.name),
-        "language_kind": r.language.kind or "", "vision_kind": r.vision.kind or "", "metric": r.metric.id,
+        "language_kind": r.language.kind or "", "vision_kind": r.vision.kind or "",
+        "is_baseline": is_baseline(r.language.name) or is_baseline(r.vision.name), "verdict": verdict,
+        "metric": r.metric.id,
         "higher_is_better": r.metric.higher_is_better, "score": r.score,
         "calibrated": "" if r.calibrated is None else r.calibrated,
         "ci_lo": "" if r.ci is None else r.ci.lo, "ci_hi": "" if r.ci is None else r.ci.hi,
@@ -203,7 +228,8 @@ def write_csv(boards: list[Board], path: Path) -> None:
         writer = csv.DictWriter(f, fieldnames=CSV_COLUMNS)
         writer.writeheader()
         for board in boards:
-            writer.writerows(csv_row(row.rank, row.record) for row in board.rows)
+            got = board.verdicts
+            writer.writerows(csv_row(row.rank, row.record, got.get(row.record.pair_id, "")) for row in board.rows)
 
 
 def load_paper_values(path: Path = PAPER_VALUES) -> list[dict[str, Any]]:
@@ -236,25 +262,31 @@ def readme(boards: list[Board], records: list[ResultRecord], paper: list[dict[st
         "scores of the same setting on the same samples. *calibrated*: the score against its permutation null",
         "(see the record's `null`); *CI*: subsampling confidence interval; *layers*: chosen (language, vision)",
         f"layer indices of the grid. `{MISSING}` marks a value that was not measured — never skipped silently.",
+        "*(baseline)* tags a negative control (zoo family `baseline/`); *verdict* compares a real pair with the",
+        "board's strongest baseline: *beats baselines* only when its CI lies entirely beyond that baseline's CI.",
         "",
     ]
     for board in boards:
         lines += [f"## {board.title}", ""]
+        got = board.verdicts
         lines += _md_table(
-            ["rank", "language model", "vision model", "score", "calibrated", "CI", "p", "layers", "params (L / V)"],
+            ["rank", "language model", "vision model", "score", "calibrated", "CI", "p", "layers", "params (L / V)",
+             "verdict"],
             [[
-                str(row.rank) if row.rank is not None else MISSING, r.language.name, r.vision.name, fmt(r.score),
-                fmt(r.calibrated), fmt_ci(r), fmt(r.null.p_value if r.null else None), fmt_layers(r),
-                f"{fmt_params(r.language.params_m)} / {fmt_params(r.vision.params_m)}",
+                str(row.rank) if row.rank is not None else MISSING, model_cell(r.language.name),
+                model_cell(r.vision.name), fmt(r.score), fmt(r.calibrated), fmt_ci(r),
+                fmt(r.null.p_value if r.null else None), fmt_layers(r),
+                f"{fmt_params(r.language.params_m)} / {fmt_params(r.vision.params_m)}", got.get(r.pair_id, ""),
             ] for row in board.rows for r in [row.record]],
         )
+        lines += ["", board.sentence]
         vision = board.vision_models
         if len(vision) > 1:
             lines += ["", f"Per language model, mean over the {len(vision)} vision models of this board:", ""]
             lines += _md_table(
-                ["rank", "language model", *vision, "mean"],
+                ["rank", "language model", *[model_cell(v) for v in vision], "mean"],
                 [[
-                    str(s["rank"]) if s["rank"] is not None else MISSING, s["language"],
+                    str(s["rank"]) if s["rank"] is not None else MISSING, model_cell(s["language"]),
                     *[fmt(s["scores"][v]) for v in vision],
                     fmt(s["mean"]) if s["mean"] is not None else f"{MISSING} ({s['present']}/{s['expected']})",
                 ] for s in language_summary(board)],
@@ -264,7 +296,8 @@ def readme(boards: list[Board], records: list[ResultRecord], paper: list[dict[st
     if len(settings) > 1:
         lines += ["## Overview: every pair under every setting", ""]
         lines += _md_table(["language model", "vision model", *settings],
-                           [[r["language"], r["vision"], *[fmt(r["scores"][s]) for s in settings]] for r in rows])
+                           [[model_cell(r["language"]), model_cell(r["vision"]), *[fmt(r["scores"][s]) for s in settings]]
+                            for r in rows])
         lines.append("")
     if plots.get("files"):
         lines += ["## Plots", ""]

@@ -6,6 +6,8 @@ header sorts every ranked table by that column (again: reverse), and a select fi
 (of the language or the vision model). The state lives in the URL fragment — `#family=demo&sort=score&dir=desc`
 — so a view can be linked. Missing values sort last in either direction. The per-language means, the
 pair x setting overview and the values reported by papers are static tables (the overview follows the filter).
+Baseline rows (zoo family `baseline/`) are shaded and their baseline model carries a "baseline" tag; the
+verdict column and the sentence under each table compare real pairs with the board's strongest baseline.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import html
 import json
 from typing import Any
 
+from platobench.bench.baselines import is_baseline
 from platobench.bench.leaderboard import MISSING, Board, family, finite, fmt, language_summary, overview
 from platobench.bench.results import ResultRecord
 
@@ -21,7 +24,7 @@ COLUMNS = [  # key, header, kind ("num" sorts numerically, "text" alphabetically
     ("rank", "rank", "num"), ("language", "language model", "text"), ("vision", "vision model", "text"),
     ("score", "score", "num"), ("calibrated", "calibrated", "num"), ("ci", "CI", "num"), ("p", "p", "num"),
     ("layers", "layers (L, V)", "text"), ("params_language", "params L (M)", "num"),
-    ("params_vision", "params V (M)", "num"),
+    ("params_vision", "params V (M)", "num"), ("verdict", "verdict vs baselines", "text"),
 ]
 
 _CSS = """
@@ -34,6 +37,9 @@ th[aria-sort=ascending]::after{content:" \\25B2"}
 th[aria-sort=descending]::after{content:" \\25BC"}
 td.missing{color:#a00;font-style:italic}
 .paper{background:#fff8e1}
+tr.baseline td{background:#eef2f7;color:#445}
+.tag{font-size:80%;border:1px solid #889;border-radius:3px;padding:0 .3em;margin-left:.4em;color:#445}
+p.verdict{font-weight:600}
 img{max-width:48%;margin:.3em;border:1px solid #ddd}
 """
 
@@ -78,7 +84,8 @@ _JS = r"""
       rows.sort(cmp(kind, s.dir));
       var body = rows.map(function (o) {
         var r = o.row;
-        return '<tr class="pb-row" data-language="' + r.language + '" data-vision="' + r.vision + '">' +
+        return '<tr class="pb-row' + (r.baseline ? " baseline" : "") + '" data-language="' + r.language +
+          '" data-vision="' + r.vision + '">' +
           columns.map(function (c) {
             var v = r.cells[c[0]];
             var cls = (c[2] === "text" ? "t" : "") + (v === "missing" ? " missing" : "");
@@ -116,28 +123,35 @@ def _num(value: float | None) -> float | None:
     return value if finite(value) else None
 
 
-def _row(rank: int | None, r: ResultRecord) -> dict[str, Any]:
-    """A ranked-table row: display cells (HTML-escaped text), sort keys (numbers or strings; None = missing)
-    and the families it belongs to."""
+def _name_cell(name: str) -> str:
+    """An escaped model name; a baseline gets a visible "baseline" tag."""
+    tag = '<span class="tag">baseline</span>' if is_baseline(name) else ""
+    return html.escape(name) + tag
+
+
+def _row(rank: int | None, r: ResultRecord, verdict: str = "") -> dict[str, Any]:
+    """A ranked-table row: display cells (HTML-escaped text), sort keys (numbers or strings; None = missing),
+    the families it belongs to, and whether it is a baseline row."""
     esc = html.escape
     layers = f"{r.layers[0]}, {r.layers[1]}" if r.layers is not None else MISSING
     p = r.null.p_value if r.null is not None else None
     cells = {
-        "rank": str(rank) if rank is not None else MISSING, "language": esc(r.language.name),
-        "vision": esc(r.vision.name), "score": fmt(r.score), "calibrated": fmt(r.calibrated),
+        "rank": str(rank) if rank is not None else MISSING, "language": _name_cell(r.language.name),
+        "vision": _name_cell(r.vision.name), "score": fmt(r.score), "calibrated": fmt(r.calibrated),
         "ci": f"[{r.ci.lo:.3f}, {r.ci.hi:.3f}]" if r.ci is not None else MISSING, "p": fmt(p),
         "layers": layers, "params_language": f"{r.language.params_m:g}" if r.language.params_m else MISSING,
-        "params_vision": f"{r.vision.params_m:g}" if r.vision.params_m else MISSING,
+        "params_vision": f"{r.vision.params_m:g}" if r.vision.params_m else MISSING, "verdict": esc(verdict),
     }
     sort = {
         "rank": rank, "language": r.language.name, "vision": r.vision.name, "score": _num(r.score),
         "calibrated": _num(r.calibrated), "ci": _num(r.ci.lo) if r.ci is not None else None, "p": _num(p),
         "layers": layers if r.layers is not None else None, "params_language": r.language.params_m,
-        "params_vision": r.vision.params_m,
+        "params_vision": r.vision.params_m, "verdict": verdict or None,
     }
     return {
         "language": esc(r.language.name), "vision": esc(r.vision.name), "cells": cells, "sort": sort,
         "families": sorted({family(r.language.name), family(r.vision.name)}),
+        "baseline": is_baseline(r.language.name) or is_baseline(r.vision.name),
     }
 
 
@@ -158,7 +172,10 @@ def render(boards: list[Board], records: list[ResultRecord], paper: list[dict[st
     """The whole page as a string."""
     data = {
         "columns": COLUMNS,
-        "boards": [{"id": f"board-{i}", "rows": [_row(row.rank, row.record) for row in b.rows]} for i, b in enumerate(boards)],
+        "boards": [
+            {"id": f"board-{i}", "rows": [_row(row.rank, row.record, got.get(row.record.pair_id, "")) for row in b.rows]}
+            for i, b in enumerate(boards) for got in [b.verdicts]
+        ],
     }
     # JSON inside <script>: escaping '<' keeps "</script>" or "<!--" in a model name from ending the block.
     payload = json.dumps(data).replace("<", "\\u003c")
@@ -173,7 +190,8 @@ def render(boards: list[Board], records: list[ResultRecord], paper: list[dict[st
         "<noscript><p>The ranked tables need JavaScript; README.md and leaderboard.csv hold the same data.</p></noscript>",
     ]
     for i, b in enumerate(boards):
-        parts += [f"<h2>{html.escape(b.title)}</h2>", f'<p id="board-{i}-count"></p>', f'<table id="board-{i}"></table>']
+        parts += [f"<h2>{html.escape(b.title)}</h2>", f'<p id="board-{i}-count"></p>', f'<table id="board-{i}"></table>',
+                  f'<p class="verdict">{html.escape(b.sentence)}</p>']
         vision = b.vision_models
         if len(vision) > 1:
             parts.append(f"<p>Per language model, mean over the {len(vision)} vision models of this board:</p>")

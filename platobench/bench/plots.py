@@ -2,7 +2,9 @@
 
 - `heatmap`: a record's layer x layer score grid (language layers on y, vision layers on x), chosen pair marked.
 - `size_plot`: alignment against language-model size, one line per vision model — the PRH figure
-  (Huh et al. 2024, Fig. 3: bigger/better language models align more with vision models).
+  (Huh et al. 2024, Fig. 3: bigger/better language models align more with vision models). A baseline
+  language model (zoo family `baseline/`) is a dotted horizontal line, not a point; a line of a baseline
+  vision model is dashed.
 - `llm_vs_jepa`: LLMs (kind causal_lm) and text JEPAs (kind text_jepa) side by side, per vision model
   (the comparison of Balestriero & LeCun's JEPA follow-up to PRH).
 Every function writes one PNG and returns why something was left out, so nothing is dropped silently.
@@ -18,6 +20,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from platobench.bench.baselines import is_baseline
 from platobench.bench.results import ResultRecord
 
 if TYPE_CHECKING:
@@ -56,13 +59,16 @@ KIND_MARKERS = {"causal_lm": "o", "text_jepa": "*", "text_encoder": "s", "clip_t
 
 def size_plot(records: list[ResultRecord], path: Path) -> tuple[bool, list[str]]:
     """Score against language-model parameters (log x), one colour per vision model and one marker per
-    language-model kind; only the LLMs (causal_lm) are joined by a line, as in the PRH figure. Returns
-    (written, names of language models left out because their record has no parameter count or no finite
-    score); writes nothing when no point remains."""
-    left_out = sorted({r.language.name for r in records if r.language.params_m is None or not np.isfinite(r.score)})
+    language-model kind; only the LLMs (causal_lm) are joined by a line, as in the PRH figure. Baseline
+    language models are drawn as dotted horizontal lines at their score (size means nothing for them).
+    Returns (written, names of language models left out because their record has no parameter count or no
+    finite score); writes nothing when no point remains."""
+    flat = [r for r in records if is_baseline(r.language.name) and np.isfinite(r.score)]
+    records_real = [r for r in records if not is_baseline(r.language.name)]
+    left_out = sorted({r.language.name for r in records_real if r.language.params_m is None or not np.isfinite(r.score)})
     points = sorted(
         (r.vision.name, r.language.kind or "?", r.language.params_m, r.score, r.language.name)
-        for r in records if r.language.params_m is not None and np.isfinite(r.score)
+        for r in records_real if r.language.params_m is not None and np.isfinite(r.score)
     )
     if not points:
         return False, left_out
@@ -73,11 +79,19 @@ def size_plot(records: list[ResultRecord], path: Path) -> tuple[bool, list[str]]
         mine = [p for p in points if p[0] == vision]
         llm = sorted((p[2], p[3]) for p in mine if p[1] == "causal_lm")
         if llm:
-            ax.plot([x for x, _ in llm], [y for _, y in llm], color=colour, alpha=0.6)
+            ax.plot([x for x, _ in llm], [y for _, y in llm], color=colour, alpha=0.6,
+                    linestyle="--" if is_baseline(vision) else "-")
         for _, kind, x, y, name in mine:
             ax.plot(x, y, marker=KIND_MARKERS.get(kind, "D"), color=colour, markersize=8 if kind == "text_jepa" else 6)
             ax.annotate(name.split("/", 1)[1], (x, y), fontsize=6, xytext=(3, 3), textcoords="offset points")
-    handles = [Line2D([], [], color=c, label=v) for v, c in colours.items()]
+    for r in flat:
+        colour = colours.get(r.vision.name, "grey")
+        ax.axhline(r.score, color=colour, linestyle=":", linewidth=1.2)
+        ax.annotate(f"{r.language.name} (baseline)", (0.01, r.score), xycoords=("axes fraction", "data"),
+                    fontsize=6, color=colour, xytext=(0, 2), textcoords="offset points")
+    handles = [Line2D([], [], color=c, label=v, linestyle="--" if is_baseline(v) else "-") for v, c in colours.items()]
+    if flat:
+        handles.append(Line2D([], [], color="grey", linestyle=":", label="baseline language model"))
     handles += [Line2D([], [], color="grey", marker=KIND_MARKERS.get(k, "D"), linestyle="none", label=k)
                 for k in sorted({p[1] for p in points})]
     ax.legend(handles=handles, fontsize=7, title="vision model / language kind", title_fontsize=7)

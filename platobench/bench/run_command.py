@@ -9,9 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from platobench.bench.pairs import resolve_pairs
+from platobench.bench.results import load_record
 from platobench.bench.runner import Job, RunOptions, execute, plan_rows
 from platobench.bench.scoring import score_paired
 from platobench.bench.settings import Catalog
+from platobench.bench.terminal_board import board_rows, render
 from platobench.bench.zeroshot_scoring import score_zeroshot
 from platobench.errors import UserError
 from platobench.features.store import FeatureStore
@@ -79,10 +81,17 @@ def _run(args: argparse.Namespace) -> int:
     print(f"platobench run: {len(pairs)} pairs x {len(settings)} settings = {len(jobs)} records -> {args.out}",
           file=sys.stderr)
     summary = execute(jobs, opts, store, SCORERS)
+    records = [load_record(Path(p)) for p in summary.record_paths]
     if args.json:
-        print(json.dumps(summary.as_dict(), indent=1))
+        print(json.dumps({**summary.as_dict(), "board": board_rows(records)}, indent=1))
     else:
-        print(f"written: {len(summary.written)}, up to date: {len(summary.up_to_date)}, failed: {len(summary.failed)}")
+        if records:
+            print(render(records))
+        print(f"written: {len(summary.written)}, up to date (reused, inputs unchanged): {len(summary.up_to_date)}, "
+              f"failed: {len(summary.failed)}")
+        if summary.up_to_date:
+            print(f"reused {len(summary.up_to_date)} record(s) whose feature-cache keys and setting are unchanged; "
+                  "--force recomputes them")
         for label, why in summary.failed.items():
             print(f"FAILED {label}: {why}")
     return 1 if summary.failed else 0

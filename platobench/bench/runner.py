@@ -43,12 +43,21 @@ class RunOptions:
 
 @dataclass
 class RunSummary:
+    """`written`: record paths scored in this run; `up_to_date`: labels of jobs whose record was reused
+    (inputs unchanged); `reused`: the paths of those records; `failed`: label -> reason."""
+
     written: list[str] = field(default_factory=list)
     up_to_date: list[str] = field(default_factory=list)
+    reused: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def record_paths(self) -> list[str]:
+        """Every record this run stands behind: written or reused, in job order."""
+        return self.written + self.reused
+
     def as_dict(self) -> dict[str, Any]:
-        return {"written": self.written, "up_to_date": self.up_to_date, "failed": self.failed}
+        return {"written": self.written, "up_to_date": self.up_to_date, "reused": self.reused, "failed": self.failed}
 
 
 def estimate_gpu_gib(spec: ModelSpec) -> float | None:
@@ -148,6 +157,11 @@ def execute(
     summary = RunSummary()
     entries: dict[tuple[str, str, str], FeatureEntry | Exception] = {}
     inputs_cache: dict[Any, Any] = {}
+    dev = resolve_device(opts.device)
+
+    def key_digest(spec: ModelSpec, inputs: JobInputs) -> str:
+        data, prompt, _ = inputs.of(spec)
+        return feature_key(spec, data, prompt=prompt, device=dev).digest()
 
     def features(spec: ModelSpec, inputs: JobInputs) -> FeatureEntry:
         data, prompt, texts = inputs.of(spec)
@@ -175,16 +189,22 @@ def execute(
             path = record_path(opts.out, job.setting.id, job.language.name, job.vision.name)
             if opts.skip_existing and path.is_file():
                 summary.up_to_date.append(label)
+                summary.reused.append(str(path))
                 continue
             job_in = job_inputs(job.setting, opts.limit, inputs_cache)
+            # The cache key of each input is known without extracting: a record whose inputs and setting
+            # are unchanged is reused before any model runs (a fresh clone reuses the committed records).
+            inputs = {"language": key_digest(job.language, job_in), "vision": key_digest(job.vision, job_in)}
+            if not opts.force and _up_to_date(path, inputs, job.setting):
+                summary.up_to_date.append(label)
+                summary.reused.append(str(path))
+                continue
             a, b = features(job.language, job_in), features(job.vision, job_in)
             if job_in.paired:
                 check_same_samples(a, b)
             ds = job_in.image_data
-            inputs = {"language": a.digest, "vision": b.digest}
-            if not opts.force and _up_to_date(path, inputs, job.setting):
-                summary.up_to_date.append(label)
-                continue
+            if inputs != {"language": a.digest, "vision": b.digest}:
+                raise RuntimeError(f"{label}: the cache returned entries of other keys than planned")
             record = scorers[job.setting.kind](
                 job.setting, job.language, job.vision, list(a.layers), list(b.layers),
                 DatasetRef(name=ds.name, revision=ds.revision, n=len(ds), fingerprint=ds.fingerprint),

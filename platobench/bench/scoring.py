@@ -25,6 +25,12 @@ from platobench.metrics.stats import chance_level, permutation_null, subsample_c
 from platobench.zoo import ModelSpec
 
 CONSTANT_RTOL = 1e-5
+# Metrics built on discrete neighbour sets: a near tie between two neighbours is decided by float rounding,
+# which differs between CPUs. Their records measure how far rounding-sized noise moves them.
+KNN_METRICS = frozenset({"mutual_knn", "cycle_knn", "lcs_knn", "cknna"})
+ROUNDING_NOISE = 1e-6  # relative; the size of float32 rounding differences between machines
+ROUNDING_DRAWS = 3
+CHECK_TOL = 1e-3  # `platobench check`'s default tolerance
 
 
 def varying_layers(layers: Sequence[torch.Tensor], rtol: float = CONSTANT_RTOL) -> list[int]:
@@ -46,6 +52,39 @@ def _embed(grid: torch.Tensor, rows: list[int], cols: list[int], shape: tuple[in
         for b, j in enumerate(cols):
             full[i][j] = round(float(grid[a, b]), 8)
     return full
+
+
+def _perturbed(layers: Sequence[torch.Tensor], gen: torch.Generator) -> list[torch.Tensor]:
+    return [x * (1 + ROUNDING_NOISE * torch.randn(x.shape, generator=gen, dtype=x.dtype)) for x in layers]
+
+
+def rounding_sensitivity(
+    setting: Setting, lang_layers: Sequence[torch.Tensor], vis_layers: Sequence[torch.Tensor],
+    params: dict[str, Any], grid: torch.Tensor, higher_is_better: bool,
+) -> dict[str, Any]:
+    """How far CPU-rounding-sized noise moves a record: the features are multiplied by (1 + 1e-6 e),
+    e ~ N(0, 1), in `ROUNDING_DRAWS` seeded draws; returns the largest change of the selected score and of
+    any grid cell. When it exceeds half of `check`'s 0.001, the record states its own check tolerance
+    (twice the largest change) instead of failing on other machines — written, never silent."""
+    chosen = select(grid, setting.selection, higher_is_better).score
+    worst = 0.0
+    for draw in range(ROUNDING_DRAWS):
+        gen = torch.Generator().manual_seed(draw)
+        noisy = summarize_layers(
+            setting.metric, _perturbed(lang_layers, gen), _perturbed(vis_layers, gen),
+            preprocess=setting.preprocess, **params,
+        ).grid()
+        moved = max(abs(select(noisy, setting.selection, higher_is_better).score - chosen),
+                    float((noisy - grid).abs().max()))
+        worst = max(worst, moved)
+    out: dict[str, Any] = {"rounding": {"noise": ROUNDING_NOISE, "draws": ROUNDING_DRAWS, "max_change": worst}}
+    if worst > CHECK_TOL / 2:
+        out["check_tolerance"] = float(f"{2 * worst:.2g}")
+        out["check_tolerance_why"] = (
+            f"relative noise of {ROUNDING_NOISE:g} on the features moved this record by up to {worst:.2g} "
+            "(near ties among neighbours), so it is checked at twice that"
+        )
+    return out
 
 
 def model_ref(spec: ModelSpec, revision: str | None = None) -> ModelRef:
@@ -78,6 +117,8 @@ def score_paired(
     summaries = summarize_layers(setting.metric, lang_layers, vis_layers, preprocess=setting.preprocess, **params)
     grid = summaries.grid()
     chosen = select(grid, setting.selection, metric.higher_is_better)
+    rounding = (rounding_sensitivity(setting, lang_layers, vis_layers, params, grid, metric.higher_is_better)
+                if metric.id in KNN_METRICS else {})
     last = float(grid[-1, -1]) if (rows[-1], cols[-1]) == (shape[0] - 1, shape[1] - 1) else None
     null = ci = calibrated = None
     if setting.n_perm > 0:
@@ -123,6 +164,7 @@ def score_paired(
                 "vision": [j for j in range(shape[1]) if j not in cols],
                 "why": f"constant across samples (relative spread <= {CONSTANT_RTOL:g})",
             },
+            **rounding,
         },
         runtime_s=round(time.perf_counter() - t0, 3),
     )

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from platobench.bench.results import DatasetRef, MetricRef, NullRef, ResultRecord, git_sha
+from platobench.bench.results import DatasetRef, IntervalRef, MetricRef, NullRef, ResultRecord, git_sha
 from platobench.bench.scoring import model_ref
 from platobench.bench.settings import Setting
 from platobench.bench.zeroshot_inputs import PromptSet, ZeroshotOptions
@@ -156,6 +156,16 @@ def score_zeroshot(
             method="exact: top-1 of a uniform random matching of the classes; p = median over seeds of P(F >= correct)",
         )
         calibrated = (result["score"] - chance) / (1 - chance)
+    per_seed = [float(v) for v in result["extra"]["top1"]["per_seed"]]
+    ci = None
+    if len(per_seed) >= 2:
+        # A new seed's top-1 falls within [min, max] of S exchangeable seeded draws with probability
+        # (S - 1) / (S + 1): the interval's level, stated as such.
+        ci = IntervalRef(
+            lo=min(per_seed), hi=max(per_seed), level=(len(per_seed) - 1) / (len(per_seed) + 1),
+            method=f"range of top-1 over the {len(per_seed)} seeded image subsamples "
+                   "(level = (S-1)/(S+1), the chance that another seed falls inside)",
+        )
     extra.update(result["extra"])
     extra["layers"] = {"language": pick[0], "vision": pick[1], "selection": setting.selection}
     if last != pick and last in cells:
@@ -185,6 +195,7 @@ def score_zeroshot(
         chance=chance,
         null=null,
         calibrated=calibrated,
+        ci=ci,
         grid=None if grid is None else [[round(float(v), 8) for v in row] for row in grid],
         extra=extra,
         runtime_s=round(time.perf_counter() - t0, 3),

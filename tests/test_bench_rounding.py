@@ -1,0 +1,70 @@
+"""kNN records measure their own sensitivity to float rounding (bench/scoring.py `rounding_sensitivity`),
+and `check --perturb` / a record's stated tolerance behave as documented (bench/check.py)."""
+
+from __future__ import annotations
+
+import torch
+
+from platobench.bench.check import record_tolerance
+from platobench.bench.results import DatasetRef
+from platobench.bench.scoring import score_paired
+from platobench.bench.settings import Setting
+from platobench.zoo import load_zoo
+
+from bench_fixtures import make_record
+
+ZOO = load_zoo()
+LANG, VIS = ZOO.get("demo/minilm-l6"), ZOO.get("demo/efficientnet-lite0")
+
+
+def _score(setting: Setting, xs: list[torch.Tensor], ys: list[torch.Tensor]):
+    ds = DatasetRef(name="synthetic", revision="r", n=len(xs[0]), fingerprint="f" * 64)
+    return score_paired(setting, LANG, VIS, xs, ys, ds, inputs={})
+
+
+def _setting(metric: str = "mutual_knn", **kw) -> Setting:
+    params = {"k": 5} if metric == "mutual_knn" else {}
+    return Setting(id="t", dataset="x", metric=metric, params=params, preprocess="l2", n_perm=0, n_ci=0, **kw)
+
+
+def test_distinct_samples_are_insensitive_to_rounding():
+    g = torch.Generator().manual_seed(0)
+    z = torch.randn(200, 6, generator=g)
+    xs = [z @ torch.randn(6, 32, generator=g) + 0.3 * torch.randn(200, 32, generator=g) for _ in range(2)]
+    ys = [z @ torch.randn(6, 24, generator=g) + 0.3 * torch.randn(200, 24, generator=g) for _ in range(2)]
+    record = _score(_setting(), xs, ys)
+    assert record.extra["rounding"]["max_change"] < 5e-4
+    assert "check_tolerance" not in record.extra
+
+
+def test_exact_duplicates_make_knn_depend_on_rounding_and_the_record_says_so():
+    # 40 distinct captions, each repeated 5 times: the text side ties exactly within each group, so which
+    # of the tied samples are neighbours is decided by the noise.
+    g = torch.Generator().manual_seed(1)
+    base = torch.randn(40, 16, generator=g)
+    xs = [base.repeat_interleave(5, dim=0)]
+    ys = [torch.randn(200, 16, generator=g)]
+    record = _score(_setting(), xs, ys)
+    moved = record.extra["rounding"]["max_change"]
+    assert moved > 5e-4
+    assert record.extra["check_tolerance"] >= 2 * moved * 0.95
+    assert "near ties" in record.extra["check_tolerance_why"]
+
+
+def test_continuous_metrics_are_not_perturbed():
+    g = torch.Generator().manual_seed(2)
+    record = _score(_setting("cka"), [torch.randn(50, 8, generator=g)], [torch.randn(50, 8, generator=g)])
+    assert "rounding" not in record.extra
+
+
+def test_record_tolerance_uses_the_larger_and_says_why():
+    plain = make_record("demo-mknn", "demo/minilm-l6", "demo/efficientnet-lite0", 0.2)
+    assert record_tolerance(plain, 1e-3) == (1e-3, None)
+    stated = make_record("demo-mknn", "demo/minilm-l6", "demo/efficientnet-lite0", 0.2,
+                         extra={"check_tolerance": 0.004, "check_tolerance_why": "ties"})
+    tol, note = record_tolerance(stated, 1e-3)
+    assert tol == 0.004 and "ties" in note
+    # a stated tolerance below the command's never tightens or loosens silently: the command's wins
+    lower = make_record("demo-mknn", "demo/minilm-l6", "demo/efficientnet-lite0", 0.2,
+                        extra={"check_tolerance": 1e-5})
+    assert record_tolerance(lower, 1e-3) == (1e-3, None)

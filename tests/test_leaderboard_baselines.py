@@ -1,0 +1,158 @@
+"""Baseline verdicts (platobench/bench/baselines.py) on hand-made records, and how the leaderboard shows them."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import shutil
+import subprocess
+
+import pytest
+from bench_fixtures import make_record
+
+from platobench.bench import baselines as bl
+from platobench.bench.leaderboard import build_leaderboard
+from platobench.bench.results import IntervalRef, ResultRecord, write_record
+
+V = "demo/dinov2-s-imgfocus"
+
+
+def with_ci(r: ResultRecord, lo: float | None, hi: float | None = None) -> ResultRecord:
+    ci = None if lo is None else IntervalRef(lo=lo, hi=hi, level=0.95, method="test")
+    return r.model_copy(update={"ci": ci})
+
+
+def board(higher: bool = True) -> list[ResultRecord]:
+    """Strongest baseline 0.30 [0.28, 0.32]; real pairs above, overlapping and below it."""
+    s = "demo-mknn" if higher else "demo-rotation"
+    sign = 1 if higher else -1
+    return [
+        make_record(s, "baseline/caption-length", V, 1 + sign * 0.30, higher=higher),
+        make_record(s, "baseline/bag-of-words", V, 1 + sign * 0.20, higher=higher),
+        make_record(s, "demo/smollm2-135m", "baseline/colour-histogram", 1 + sign * 0.10, higher=higher),
+        make_record(s, "qwen2.5/qwen2.5-7b", V, 1 + sign * 0.40, higher=higher),  # CI [.38, .42]: beats
+        make_record(s, "demo/minilm-l6", V, 1 + sign * 0.33, higher=higher),  # CI [.31, .35]: overlaps
+        make_record(s, "demo/smollm2-135m", V, 1 + sign * 0.25, higher=higher),  # CI [.23, .27]: below
+    ]
+
+
+def test_is_baseline_by_family():
+    assert bl.is_baseline("baseline/caption-length") and not bl.is_baseline("demo/minilm-l6")
+    assert not bl.is_baseline("baselines/x") and not bl.is_baseline("qwen/baseline")
+
+
+@pytest.mark.parametrize("higher", [True, False])
+def test_verdicts_follow_the_metric_direction(higher):
+    records = board(higher)
+    strongest = bl.strongest_baseline(records)
+    assert strongest is not None and strongest.language.name == "baseline/caption-length"
+    got = bl.verdicts(records)
+    assert got == {
+        "baseline/caption-length__" + V: bl.STRONGEST,
+        "baseline/bag-of-words__" + V: bl.BASELINE,
+        "demo/smollm2-135m__baseline/colour-histogram": bl.BASELINE,
+        "qwen2.5/qwen2.5-7b__" + V: "beats baselines",
+        "demo/minilm-l6__" + V: "within baseline CI",
+        "demo/smollm2-135m__" + V: "below baseline",
+    }
+    assert bl.board_sentence(records).startswith("1 of 3 real pairs beat the strongest baseline")
+
+
+def test_ci_edges_touching_is_not_beating():
+    base = with_ci(make_record("s", "baseline/caption-length", V, 0.30), 0.28, 0.32)
+    touching = with_ci(make_record("s", "demo/minilm-l6", V, 0.34), 0.32, 0.36)
+    assert bl.verdicts([base, touching])[touching.pair_id] == "within baseline CI"
+
+
+def test_missing_cis_compare_scores_and_say_so():
+    base = with_ci(make_record("s", "baseline/caption-length", V, 0.30), None)
+    above = make_record("s", "qwen2.5/qwen2.5-7b", V, 0.31)  # has a CI, the baseline does not
+    below = with_ci(make_record("s", "demo/minilm-l6", V, 0.10), None)
+    tie = with_ci(make_record("s", "demo/smollm2-135m", V, 0.30), None)
+    got = bl.verdicts([base, above, below, tie])
+    assert got[above.pair_id] == "beats baselines (no CI)"
+    assert got[below.pair_id] == "below baseline (no CI)"
+    assert got[tie.pair_id] == "ties baseline (no CI)"
+    assert "1 of them compared by score alone" in bl.board_sentence([base, above, below, tie])
+    lower = [with_ci(make_record("s", "baseline/caption-length", V, 1.0, higher=False), None),
+             with_ci(make_record("s", "demo/minilm-l6", V, 0.9, higher=False), None)]
+    assert bl.verdicts(lower)[lower[1].pair_id] == "beats baselines (no CI)"
+
+
+def test_no_real_model_beats_and_no_baseline_boards():
+    records = [r for r in board() if r.language.name != "qwen2.5/qwen2.5-7b"]
+    assert bl.board_sentence(records).startswith("No real model beats the baselines on this board")
+    real = [r for r in board() if not bl.is_baseline_record(r)]
+    assert bl.verdicts(real) == {} and bl.board_sentence(real).startswith("No baseline on this board")
+    nan = make_record("s", "baseline/caption-length", V, float("nan"))
+    assert bl.verdicts([nan, real[0]]) == {}  # a baseline without a finite score judges nothing
+    only = [r for r in board() if bl.is_baseline_record(r)]
+    assert bl.board_sentence(only).startswith("Only baselines on this board")
+
+
+def test_non_finite_real_score_has_no_verdict():
+    records = [*board(), make_record("demo-mknn", "llama/llama-7b", V, float("nan"))]
+    assert bl.verdicts(records)["llama/llama-7b__" + V] == "no score"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("lb")
+    records = [*board(True), *board(False)]
+    for r in records:
+        write_record(tmp / "results", r)
+    build_leaderboard(tmp / "results", tmp / "out")
+    return records, tmp / "out"
+
+
+def test_markdown_marks_baselines_and_states_the_verdicts(built):
+    _, out = built
+    text = (out / "README.md").read_text()
+    assert "| baseline/caption-length (baseline) | demo/dinov2-s-imgfocus | 1.300 |" in text
+    assert "| demo/smollm2-135m | baseline/colour-histogram (baseline) |" in text
+    assert re.search(r"\| qwen2\.5/qwen2\.5-7b \| demo/dinov2-s-imgfocus \|.*\| beats baselines \|", text)
+    assert re.search(r"\| demo/minilm-l6 \| demo/dinov2-s-imgfocus \|.*\| within baseline CI \|", text)
+    assert text.count("1 of 3 real pairs beat the strongest baseline (baseline/caption-length x ") == 2
+
+
+def test_csv_has_baseline_and_verdict_columns(built):
+    records, out = built
+    rows = list(csv.DictReader((out / "leaderboard.csv").read_text().splitlines()))
+    assert len(rows) == len(records)
+    by = {(r["setting"], r["language"], r["vision"]): r for r in rows}
+    cap = by[("demo-mknn", "baseline/caption-length", V)]
+    assert (cap["is_baseline"], cap["verdict"]) == ("True", "strongest baseline")
+    assert by[("demo-mknn", "demo/smollm2-135m", "baseline/colour-histogram")]["is_baseline"] == "True"
+    qwen = by[("demo-rotation", "qwen2.5/qwen2.5-7b", V)]
+    assert (qwen["is_baseline"], qwen["verdict"]) == ("False", "beats baselines")
+
+
+def test_html_marks_baseline_rows_and_has_a_verdict_column(built):
+    _, out = built
+    page = (out / "index.html").read_text()
+    data = json.loads(re.search(r'id="pb-data">(.*?)</script>', page, re.DOTALL).group(1))
+    assert ["verdict", "verdict vs baselines", "text"] in data["columns"]
+    rows = [row for b in data["boards"] for row in b["rows"]]
+    cap = next(r for r in rows if r["language"] == "baseline/caption-length")
+    assert cap["baseline"] and '<span class="tag">baseline</span>' in cap["cells"]["language"]
+    assert cap["cells"]["verdict"] == "strongest baseline"
+    assert sum(r["baseline"] for r in rows) == 6
+    assert '<p class="verdict">1 of 3 real pairs beat the strongest baseline' in page
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian's chromium is not installed")
+def test_rendered_page_shades_baseline_rows_and_shows_verdicts(built, tmp_path):
+    _, out = built
+    dom = subprocess.run(
+        [shutil.which("chromium"), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", (out / "index.html").as_uri()],
+        capture_output=True, text=True, timeout=120, check=True,
+    ).stdout
+    table = re.search(r'<table id="board-0">(.*?)</table>', dom, re.DOTALL).group(1)
+    rows = re.findall(r'<tr class="(pb-row[^"]*)"[^>]*>(.*?)</tr>', table, re.DOTALL)
+    assert len(rows) == 6 and sum(cls == "pb-row baseline" for cls, _ in rows) == 3
+    assert all(('<span class="tag">baseline</span>' in body) == (cls == "pb-row baseline") for cls, body in rows)
+    assert "<th" in table and "verdict vs baselines" in table
+    assert re.search(r"qwen2\.5/qwen2\.5-7b.*beats baselines", table)
