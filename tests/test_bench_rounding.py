@@ -4,14 +4,13 @@ and `check --perturb` / a record's stated tolerance behave as documented (bench/
 from __future__ import annotations
 
 import torch
+from bench_fixtures import make_record
 
 from platobench.bench.check import record_tolerance
 from platobench.bench.results import DatasetRef
 from platobench.bench.scoring import score_paired
 from platobench.bench.settings import Setting
 from platobench.zoo import load_zoo
-
-from bench_fixtures import make_record
 
 ZOO = load_zoo()
 LANG, VIS = ZOO.get("demo/minilm-l6"), ZOO.get("demo/efficientnet-lite0")
