@@ -33,7 +33,7 @@ SUBSET = [
     ("oc-mknn", "demo/minilm-l6", "demo/efficientnet-lite0"),
     ("oc-mknn", "baseline/bag-of-words", "demo/efficientnet-lite0"),
     ("oc-cka", "demo/minilm-l6", "baseline/colour-histogram"),
-    ("oc-rotation", "demo/minilm-l3", "demo/efficientnet-lite0"),
+    ("demo-rotation", "demo/minilm-l3", "demo/efficientnet-lite0"),
 ]
 KNN_SETTINGS = ("demo-mknn", "oc-mknn")
 
