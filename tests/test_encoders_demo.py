@@ -34,7 +34,7 @@ def zoo():
 def dataset():
     from platobench.data import get_dataset
 
-    return get_dataset("openclipart-1024", limit=400)
+    return get_dataset("tuxpaint", limit=400)
 
 
 @pytest.mark.parametrize("name", sorted(DEMO))
@@ -77,7 +77,9 @@ def test_causal_lm_caption_alone_equals_inside_left_padded_batch(home, zoo, pool
 
 
 def test_dinov2_imgfocus_vs_minilm_mutual_knn_beats_shuffled_captions(home, zoo, dataset):
-    """OFFLINE_ASSETS.md measured .106 on 400 openclipart image-title pairs against .023 shuffled."""
+    """400 Tux Paint stamps and their captions, last layers, l2: .116 aligned against .027 with the
+    captions shuffled (measured on the committed offline board's features); the bounds leave room for
+    float rounding, not for a broken pipeline."""
     from platobench.metrics import score
 
     vision = load_encoder(zoo.get("demo/dinov2-s-imgfocus"), home=home)
@@ -92,4 +94,4 @@ def test_dinov2_imgfocus_vs_minilm_mutual_knn_beats_shuffled_captions(home, zoo,
     aligned = score("mutual_knn", x, y, k=10, preprocess="l2")
     shuffled = score("mutual_knn", x, y[torch.randperm(len(y), generator=torch.Generator().manual_seed(0))], k=10, preprocess="l2")
     assert shuffled < 0.05
-    assert aligned > 0.06 and aligned > 2.5 * shuffled
+    assert aligned > 0.08 and aligned > 3 * shuffled

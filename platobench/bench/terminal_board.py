@@ -88,7 +88,7 @@ def render(records: Iterable[ResultRecord]) -> str:
         sentence = board_sentence(by_setting[setting])
         if sentence:
             lines.append(sentence)
-        n_perm = {r.null.n_perm for r in by_setting[setting] if r.null is not None}
+        n_perm = {r.null.n_perm for r in by_setting[setting] if r.null is not None and r.null.n_perm > 0}
         if n_perm:
             floor = ", ".join(f"{1 / (b + 1):.4f}" for b in sorted(n_perm))
             lines.append(f"p-values are permutation p-values; their floor is 1/(B+1) = {floor}.")
