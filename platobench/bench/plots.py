@@ -147,9 +147,11 @@ def plot_all(boards: list[Board], out_dir: Path) -> dict[str, Any]:
     for board in boards:
         records = [row.record for row in board.rows]
         key = _slug(board.key)
+        gridless = [r.pair_id for r in records if not r.grid]
+        if gridless:
+            notes.append(f"{board.key}: {len(gridless)} record(s) without a layer grid (no heatmap), e.g. {gridless[0]}")
         for r in records:
             if not r.grid:
-                notes.append(f"{board.key}: {r.pair_id} has no layer grid (no heatmap)")
                 continue
             rel = f"plots/heatmaps/{key}/{_slug(r.pair_id)}.png"
             heatmap(r, out_dir / rel)

@@ -1,7 +1,7 @@
 """The two dataset shapes every stage consumes: paired image–caption sets and class-labelled sets.
 
 Both are ordered lists of sample ids with lazily loaded images; the `fingerprint` identifies exactly which
-samples, in which order, a features entry or a result was computed on (DESIGN.md, result record).
+samples, in which order, a features entry or a result was computed on (the result record's `dataset.fingerprint`).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 A subset is an ordinary `PairedDataset` (same captions, images read from the parent), so the features
 cache and result records key it correctly: its name and revision say which parent and which rule chose
-the samples, and its fingerprint hashes its own ordered ids (DESIGN.md, cache key and result record).
+the samples, and its fingerprint hashes its own ordered ids (the cache key and the result record).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The two encoder interfaces every loader returns (DESIGN.md, issue 3).
+"""The two encoder interfaces every loader returns.
 
 Layer convention (PRH, Huh et al. 2024): index 0 is the embedding output (token/patch embeddings, or a
 CNN's stem), index i >= 1 the output of block (or stage) i. `layer_ids` lists the indices an encoder

@@ -179,7 +179,7 @@ def model_revision(spec: Any) -> str:
 def feature_key(
     spec: Any, dataset: Any, *, prompt: str, device: torch.device, dtype: str | None = None
 ) -> FeatureKey:
-    """The cache key of `spec` on `dataset` (DESIGN.md: model, revision, dtype, pooling, layer set, dataset,
+    """The cache key of `spec` on `dataset` (model, revision, dtype, pooling, layer set, dataset,
     dataset revision, sample-id hash, prompt/template, extractor version) — computable without loading."""
     compute = resolve_dtype(dtype or spec.dtype, device)
     return FeatureKey.for_dataset(

@@ -62,7 +62,7 @@ class SampleMismatchError(UserError):
 
 @dataclass(frozen=True)
 class FeatureKey:
-    """Everything that changes the stored features (DESIGN.md, cache key). `dtype` is the dtype the model
+    """Everything that changes the stored features (the cache key). `dtype` is the dtype the model
     ran in, `stored_dtype` the dtype on disk; `layers` the extracted layer ids; `prompt` the caption
     view / prompt template applied to the text (e.g. "caption:0"); `ids_hash` = `data.ids_hash(ids)`."""
 
