@@ -11,6 +11,7 @@ import pytest
 from PIL import Image
 
 from platobench.data import get_dataset, get_templates, quality, tuxpaint
+from platobench.data.base import seeded_order
 from platobench.data.captions import caption_key
 from platobench.errors import UserError
 
@@ -65,7 +66,7 @@ def test_paired_keeps_one_stamp_per_caption(tmp_path, seed):
     make_stamps(tmp_path)
     ds = tuxpaint.paired("tux", seed=seed, root=tmp_path)
     cats = [i for i in ds.ids if i.endswith("/cat")]
-    order = [s.id for s in tuxpaint._permuted(tuxpaint.catalogue(tmp_path), seed)]
+    order = [s.id for s in seeded_order(tuxpaint.catalogue(tmp_path), seed)]
     assert cats == [min(["animals/cat", "animals/cartoon/cat"], key=order.index)]
     assert len(ds) == 5 and quality.check(ds).distinct_captions == 5
     assert ds.groups == [i.split("/")[0] for i in ds.ids]

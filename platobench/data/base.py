@@ -8,14 +8,38 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
 
 from PIL import Image
 
 from platobench.errors import UserError
 
 ImageLoader = Callable[[int], Image.Image]
+T = TypeVar("T")
+
+
+def seeded_order(items: Sequence[T], seed: int) -> list[T]:
+    """`items` (already in a canonical order, e.g. sorted by path) permuted by `random.Random(seed)`: the
+    order the offline sets take their first n samples from, so a limit is a random subset."""
+    order = list(items)
+    random.Random(seed).shuffle(order)
+    return order
+
+
+class FileImageLoader:
+    """Opens image i from a list of files (a class, not a closure, so DataLoader workers can pickle it)."""
+
+    def __init__(self, paths: Sequence[Path]) -> None:
+        self.paths = list(paths)
+
+    def __call__(self, i: int) -> Image.Image:
+        with Image.open(self.paths[i]) as im:
+            im.load()
+            return im
 
 
 def ids_hash(ids: Sequence[str]) -> str:

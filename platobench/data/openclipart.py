@@ -17,15 +17,12 @@ import functools
 import hashlib
 import json
 import os
-import random
 import tempfile
 from dataclasses import astuple, dataclass
 from pathlib import Path
 
-from PIL import Image
-
 from platobench import paths
-from platobench.data.base import ClassDataset, PairedDataset
+from platobench.data.base import ClassDataset, FileImageLoader, PairedDataset, seeded_order
 from platobench.data.captions import (
     caption_key,
     clean_description,
@@ -127,24 +124,6 @@ def catalogue(root: Path = DEFAULT_ROOT, max_bytes: int = MAX_BYTES) -> tuple[Cl
     return clips
 
 
-def _permuted(clips: tuple[Clip, ...], seed: int) -> list[Clip]:
-    order = list(clips)
-    random.Random(seed).shuffle(order)
-    return order
-
-
-class _PngLoader:
-    """Opens clip i's PNG (a class, not a closure, so DataLoader workers can pickle it)."""
-
-    def __init__(self, clips: list[Clip]) -> None:
-        self.paths = [c.png for c in clips]
-
-    def __call__(self, i: int) -> Image.Image:
-        with Image.open(self.paths[i]) as im:
-            im.load()
-            return im
-
-
 def captioned(
     clips: tuple[Clip, ...], seed: int, *, with_description: bool = False
 ) -> list[tuple[Clip, list[str]]]:
@@ -155,7 +134,7 @@ def captioned(
     labels = set_labels([c.title for c in clips], [c.category for c in clips])
     shared = shared_descriptions(c.description for c in clips)
     rows = []
-    for c in _permuted(clips, seed):
+    for c in seeded_order(clips, seed):
         title = clean_title(c.title, creator=c.creator, labels=labels)
         if not title:
             continue
@@ -191,7 +170,7 @@ def paired(
             f"{_revision(root, seed, max_bytes)};{CAPTIONS_RULE}",
             [c.id for c in pool],
             [views for _, views in rows],
-            _PngLoader(pool),
+            FileImageLoader([x.png for x in pool]),
             groups=[c.category for c in pool],
         )
     )
@@ -212,7 +191,7 @@ def categories(
     excluded); up to `per_class` clips per category from the seeded permutation, in permutation order.
     Class names are the folder names with underscores as spaces ("signs_and_symbols" -> "signs and
     symbols"). `limit` keeps the first clips of that order."""
-    pool = _permuted(catalogue(root, max_bytes), seed)
+    pool = seeded_order(catalogue(root, max_bytes), seed)
     counts: dict[str, int] = {}
     for c in pool:
         counts[c.category] = counts.get(c.category, 0) + 1
@@ -237,5 +216,5 @@ def categories(
         [index[c.category] for c in chosen],
         [k.replace("_", " ") for k in kept],
         templates,
-        _PngLoader(chosen),
+        FileImageLoader([x.png for x in chosen]),
     )

@@ -11,13 +11,10 @@ permuted with `random.Random(seed)`, as in `platobench/data/openclipart.py`.
 from __future__ import annotations
 
 import functools
-import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from PIL import Image
-
-from platobench.data.base import ClassDataset, PairedDataset
+from platobench.data.base import ClassDataset, FileImageLoader, PairedDataset, seeded_order
 from platobench.data.captions import caption_key, clean_title, unique_by
 from platobench.data.debian import package_version, require_dir
 from platobench.data.quality import file_digest, require_unique_captions
@@ -89,29 +86,11 @@ def _revision(root: Path, seed: int) -> str:
     return f"{source};seed={seed};{RULES}"
 
 
-def _permuted(stamps: tuple[Stamp, ...], seed: int) -> list[Stamp]:
-    order = list(stamps)
-    random.Random(seed).shuffle(order)
-    return order
-
-
-class _PngLoader:
-    """Opens stamp i's PNG (a class, not a closure, so DataLoader workers can pickle it)."""
-
-    def __init__(self, stamps: list[Stamp]) -> None:
-        self.paths = [s.png for s in stamps]
-
-    def __call__(self, i: int) -> Image.Image:
-        with Image.open(self.paths[i]) as im:
-            im.load()
-            return im
-
-
 def paired(name: str, *, n: int | None = None, seed: int = 0, root: Path = DEFAULT_ROOT) -> PairedDataset:
     """Paired dataset: stamps in seeded order with cleaned captions, one stamp per caption key, the first
     `n` of them (all when None); groups are the top-level folders. Raises UserError when fewer than `n`
     qualify, DuplicateCaptionError if two samples would share a caption."""
-    rows = [(s, clean_title(s.caption)) for s in _permuted(catalogue(root), seed)]
+    rows = [(s, clean_title(s.caption)) for s in seeded_order(catalogue(root), seed)]
     rows = unique_by([r for r in rows if r[1]], lambda row: caption_key(row[1]))
     if n is not None:
         if n > len(rows):
@@ -124,7 +103,7 @@ def paired(name: str, *, n: int | None = None, seed: int = 0, root: Path = DEFAU
             f"{_revision(root, seed)};{CAPTIONS_RULE}",
             [s.id for s in pool],
             [[caption] for _, caption in rows],
-            _PngLoader(pool),
+            FileImageLoader([x.png for x in pool]),
             groups=[s.category for s in pool],
         )
     )
@@ -147,7 +126,7 @@ def categories(
 ) -> ClassDataset:
     """Class dataset over the top-level folders with at least `min_per_class` stamps; up to `per_class`
     stamps per folder from the seeded permutation, in permutation order; `limit` keeps the first ones."""
-    pool = _permuted(catalogue(root), seed)
+    pool = seeded_order(catalogue(root), seed)
     counts: dict[str, int] = {}
     for s in pool:
         counts[s.category] = counts.get(s.category, 0) + 1
@@ -170,5 +149,5 @@ def categories(
         [index[s.category] for s in chosen],
         [class_name(k) for k in kept],
         templates,
-        _PngLoader(chosen),
+        FileImageLoader([x.png for x in chosen]),
     )
