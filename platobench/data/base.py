@@ -30,6 +30,35 @@ def seeded_order(items: Sequence[T], seed: int) -> list[T]:
     return order
 
 
+def first_n(rows: list[T], n: int | None, name: str, where: object) -> list[T]:
+    """The first `n` rows (all when None); UserError naming the dataset when fewer than `n` qualify."""
+    if n is None:
+        return rows
+    if n > len(rows):
+        raise UserError(f"dataset {name!r} asks for {n} images but only {len(rows)} qualify under {where}")
+    return rows[:n]
+
+
+def balanced_classes(
+    pool: Sequence[T], category_of: Callable[[T], str], *, per_class: int, min_per_class: int,
+    exclude: frozenset[str] = frozenset(),
+) -> tuple[list[str], list[T]]:
+    """Class selection of the offline class sets: the categories (sorted) with at least `min_per_class`
+    items of `pool` and not in `exclude`, and up to `per_class` items of each, in `pool` order."""
+    counts: dict[str, int] = {}
+    for item in pool:
+        counts[category_of(item)] = counts.get(category_of(item), 0) + 1
+    kept = sorted(k for k, v in counts.items() if v >= min_per_class and k not in exclude)
+    taken: dict[str, int] = {}
+    chosen = []
+    for item in pool:
+        c = category_of(item)
+        if c in kept and taken.get(c, 0) < per_class:
+            taken[c] = taken.get(c, 0) + 1
+            chosen.append(item)
+    return kept, chosen
+
+
 class FileImageLoader:
     """Opens image i from a list of files (a class, not a closure, so DataLoader workers can pickle it)."""
 

@@ -22,7 +22,14 @@ from dataclasses import astuple, dataclass
 from pathlib import Path
 
 from platobench import paths
-from platobench.data.base import ClassDataset, FileImageLoader, PairedDataset, seeded_order
+from platobench.data.base import (
+    ClassDataset,
+    FileImageLoader,
+    PairedDataset,
+    balanced_classes,
+    first_n,
+    seeded_order,
+)
 from platobench.data.captions import (
     caption_key,
     clean_description,
@@ -158,11 +165,7 @@ def paired(
 ) -> PairedDataset:
     """Paired dataset: the first `n` captioned clips of the seeded permutation (all when None), see
     `captioned`. Raises DuplicateCaptionError if two samples would share caption 0."""
-    rows = captioned(catalogue(root, max_bytes), seed, with_description=with_description)
-    if n is not None:
-        if n > len(rows):
-            raise UserError(f"dataset {name!r} asks for {n} images but only {len(rows)} qualify under {root}")
-        rows = rows[:n]
+    rows = first_n(captioned(catalogue(root, max_bytes), seed, with_description=with_description), n, name, root)
     pool = [c for c, _ in rows]
     return require_unique_captions(
         PairedDataset(
@@ -192,21 +195,14 @@ def categories(
     Class names are the folder names with underscores as spaces ("signs_and_symbols" -> "signs and
     symbols"). `limit` keeps the first clips of that order."""
     pool = seeded_order(catalogue(root, max_bytes), seed)
-    counts: dict[str, int] = {}
-    for c in pool:
-        counts[c.category] = counts.get(c.category, 0) + 1
-    kept = sorted(k for k, v in counts.items() if v >= min_per_class and k not in NON_CATEGORIES)
+    kept, chosen = balanced_classes(
+        pool, lambda c: c.category, per_class=per_class, min_per_class=min_per_class, exclude=NON_CATEGORIES
+    )
     if len(kept) < 2:
         raise UserError(
             f"dataset {name!r}: fewer than 2 categories with >= {min_per_class} images under {root}"
         )
     index = {k: i for i, k in enumerate(kept)}
-    taken: dict[str, int] = {}
-    chosen = []
-    for c in pool:
-        if c.category in index and taken.get(c.category, 0) < per_class:
-            taken[c.category] = taken.get(c.category, 0) + 1
-            chosen.append(c)
     chosen = chosen[:limit]
     revision = _revision(root, seed, max_bytes) + f";per_class={per_class};min_per_class={min_per_class}"
     return ClassDataset(

@@ -14,7 +14,14 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
-from platobench.data.base import ClassDataset, FileImageLoader, PairedDataset, seeded_order
+from platobench.data.base import (
+    ClassDataset,
+    FileImageLoader,
+    PairedDataset,
+    balanced_classes,
+    first_n,
+    seeded_order,
+)
 from platobench.data.captions import caption_key, clean_title, unique_by
 from platobench.data.debian import package_version, require_dir
 from platobench.data.quality import file_digest, require_unique_captions
@@ -92,10 +99,7 @@ def paired(name: str, *, n: int | None = None, seed: int = 0, root: Path = DEFAU
     qualify, DuplicateCaptionError if two samples would share a caption."""
     rows = [(s, clean_title(s.caption)) for s in seeded_order(catalogue(root), seed)]
     rows = unique_by([r for r in rows if r[1]], lambda row: caption_key(row[1]))
-    if n is not None:
-        if n > len(rows):
-            raise UserError(f"dataset {name!r} asks for {n} images but only {len(rows)} qualify under {root}")
-        rows = rows[:n]
+    rows = first_n(rows, n, name, root)
     pool = [s for s, _ in rows]
     return require_unique_captions(
         PairedDataset(
@@ -127,19 +131,10 @@ def categories(
     """Class dataset over the top-level folders with at least `min_per_class` stamps; up to `per_class`
     stamps per folder from the seeded permutation, in permutation order; `limit` keeps the first ones."""
     pool = seeded_order(catalogue(root), seed)
-    counts: dict[str, int] = {}
-    for s in pool:
-        counts[s.category] = counts.get(s.category, 0) + 1
-    kept = sorted(k for k, v in counts.items() if v >= min_per_class)
+    kept, chosen = balanced_classes(pool, lambda s: s.category, per_class=per_class, min_per_class=min_per_class)
     if len(kept) < 2:
         raise UserError(f"dataset {name!r}: fewer than 2 folders with >= {min_per_class} stamps under {root}")
     index = {k: i for i, k in enumerate(kept)}
-    taken: dict[str, int] = {}
-    chosen = []
-    for s in pool:
-        if s.category in index and taken.get(s.category, 0) < per_class:
-            taken[s.category] = taken.get(s.category, 0) + 1
-            chosen.append(s)
     chosen = chosen[:limit]
     revision = _revision(root, seed) + f";per_class={per_class};min_per_class={min_per_class}"
     return ClassDataset(
