@@ -14,6 +14,9 @@ import sys
 from platobench import __version__
 from platobench.errors import UserError
 
+#: Longest error message printed in full.
+MAX_ERROR_CHARS = 4000
+
 COMMAND_MODULES: tuple[str, ...] = (
     "platobench.zoo.commands",
     "platobench.encoders.commands",
@@ -50,7 +53,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except UserError as exc:
-        print(f"platobench {args.command}: error: {exc}", file=sys.stderr)
+        message = str(exc)
+        if len(message) > MAX_ERROR_CHARS:  # errors echo input; hostile input must not flood the terminal
+            message = message[:MAX_ERROR_CHARS] + f"... ({len(message) - MAX_ERROR_CHARS:,} more characters)"
+        print(f"platobench {args.command}: error: {message}", file=sys.stderr)
         return 2
 
 

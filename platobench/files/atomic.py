@@ -1,0 +1,99 @@
+"""Atomic writes: a reader sees the old file or the new one, never a prefix of either.
+
+Every writer goes through a temporary file in the target's folder, `fsync`, `os.replace` and an fsync
+of the folder; a failed write removes its temporary file. A folder is replaced whole by building it in
+a sibling staging folder and swapping it in (`atomic_dir`). An `OSError` (a full disk, a read-only
+folder) becomes one `WriteError` that names the path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from platobench.errors import UserError
+
+
+class WriteError(UserError):
+    """A file or folder could not be written (full disk, permissions); the message names the path."""
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # folders cannot be opened on some platforms; the rename is still atomic
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
+    """Write `data` to `path` (parents created) through a fsynced temporary file and a rename."""
+    path = Path(path)
+    tmp: str | None = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+        tmp = None
+    except OSError as exc:
+        raise WriteError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    finally:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+    _fsync_dir(path.parent)
+    return path
+
+
+def atomic_write_text(path: str | Path, text: str) -> Path:
+    """`atomic_write_bytes` of `text` encoded as UTF-8."""
+    return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: str | Path, obj: Any, *, indent: int | None = 1) -> Path:
+    """`obj` as JSON (UTF-8, a trailing newline), written atomically."""
+    return atomic_write_text(path, json.dumps(obj, indent=indent, ensure_ascii=False) + "\n")
+
+
+@contextmanager
+def atomic_dir(target: str | Path) -> Iterator[Path]:
+    """Yield an empty staging folder beside `target`; on success it replaces `target` whole.
+
+    On an exception the staging folder is removed and `target` is untouched. The swap is two renames
+    (old out of the way, new in); between them `target` is briefly absent, never half-written.
+    """
+    target = Path(target)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".new"))
+    except OSError as exc:
+        raise WriteError(f"cannot write {target}: {exc.strerror or exc}") from exc
+    try:
+        yield staging
+        old = None
+        if target.exists():
+            old = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".old"))
+            os.replace(target, old / "previous")
+        os.replace(staging, target)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+        _fsync_dir(target.parent)
+    except OSError as exc:
+        raise WriteError(f"cannot write {target}: {exc.strerror or exc}") from exc
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
