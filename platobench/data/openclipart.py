@@ -16,8 +16,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
-import tempfile
 from dataclasses import astuple, dataclass
 from pathlib import Path
 
@@ -42,6 +40,7 @@ from platobench.data.debian import package_version, require_dir
 from platobench.data.quality import file_digest, require_unique_captions
 from platobench.data.svgmeta import read_svg_meta
 from platobench.errors import UserError
+from platobench.files.atomic import atomic_write_text
 
 DEFAULT_ROOT = Path("/usr/share/openclipart")
 PACKAGES = ["openclipart-png", "openclipart-svg"]
@@ -123,11 +122,7 @@ def catalogue(root: Path = DEFAULT_ROOT, max_bytes: int = MAX_BYTES) -> tuple[Cl
             f"no openclipart image with a title found under {root} (packages {' '.join(PACKAGES)})"
         )
     if cache is not None:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=cache.parent, suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump([[str(v) for v in astuple(c)] for c in clips], fh, ensure_ascii=False)
-        os.replace(tmp, cache)
+        atomic_write_text(cache, json.dumps([[str(v) for v in astuple(c)] for c in clips], ensure_ascii=False))
     return clips
 
 

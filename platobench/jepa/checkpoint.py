@@ -19,6 +19,7 @@ import yaml
 from transformers import AutoModel, AutoTokenizer, BertModel, PreTrainedTokenizerBase
 
 from platobench.encoders.pooling import masked_mean
+from platobench.files.atomic import atomic_write_text
 from platobench.zoo.spec import ModelSpec
 
 METADATA_FILE = "platobench_jepa.json"
@@ -59,7 +60,7 @@ def save_checkpoint(
     encoder.save_pretrained(out_dir, safe_serialization=True)
     tokenizer.save_pretrained(out_dir)
     record = {"format_version": METADATA_VERSION, **metadata}
-    (out_dir / METADATA_FILE).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+    atomic_write_text(out_dir / METADATA_FILE, json.dumps(record, indent=2, sort_keys=True) + "\n")
     return out_dir
 
 
@@ -85,7 +86,7 @@ def zoo_spec(
 def write_zoo_entry(spec: ModelSpec, path: Path) -> Path:
     """Write `spec` as a one-model list (model_zoo.yaml's format) to `path` -> `path`."""
     entry = spec.model_dump(mode="json", exclude_defaults=True)
-    path.write_text(yaml.safe_dump([entry], sort_keys=False))
+    atomic_write_text(path, yaml.safe_dump([entry], sort_keys=False))
     return path
 
 

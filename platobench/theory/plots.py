@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import numpy as np
+
+from platobench.files.atomic import atomic_write_bytes
 
 
 def _pyplot():
@@ -78,9 +81,10 @@ def plot_scaling(report: dict, path: str | Path) -> Path:
 
 def _save(fig, path: str | Path) -> Path:
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, dpi=120, format=path.suffix.lstrip(".") or "png")
+    atomic_write_bytes(path, buffer.getvalue())
     import matplotlib.pyplot as plt
 
     plt.close(fig)
