@@ -13,6 +13,7 @@ import sys
 
 from platobench import __version__
 from platobench.errors import UserError
+from platobench.zoo.remote_code import allowed
 
 #: Longest error message printed in full.
 MAX_ERROR_CHARS = 4000
@@ -51,7 +52,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0 if args.command is None else 2
     try:
-        return int(args.func(args) or 0)
+        with allowed(getattr(args, "trust_remote_code", None) or ()):  # models named by --trust-remote-code
+            return int(args.func(args) or 0)
     except UserError as exc:
         message = str(exc)
         if len(message) > MAX_ERROR_CHARS:  # errors echo input; hostile input must not flood the terminal

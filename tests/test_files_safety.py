@@ -67,7 +67,7 @@ def test_ids_accept_the_project_names():
     for good in ["demo-mknn", "zs-in100-gloss", "openclipart-1024", "prh-val", "a.b_c+d"]:
         assert check_id(good, "id") == good
     assert check_model_name("qwen2.5/qwen2.5-72b") == "qwen2.5/qwen2.5-72b"
-    for bad in ["demo", "a/b/c", "../x/y", "a/<b>"]:
+    for bad in ["demo", "a/b/c", "../x/y", "a/<b>", "a/b__c", "a--b/c"]:  # '__' and '--' would collide in file names
         with pytest.raises(InvalidIdError):
             check_model_name(bad)
 
@@ -129,3 +129,31 @@ def test_cli_caps_long_error_messages(monkeypatch, capsys):
     err = capsys.readouterr().err
     assert err.startswith("platobench zoo: error: bad input")
     assert len(err) < cli.MAX_ERROR_CHARS + 100 and "more characters" in err
+
+
+@pytest.mark.parametrize(
+    "text", ["a: " + "[" * 5000 + "]" * 5000, "a: 2024-13-45", "a: !!int " + "9" * 5000, "- " * 3000 + "x"]
+)
+def test_deep_nesting_and_bad_scalars_are_yaml_errors(text):
+    with pytest.raises(YamlError):
+        load_yaml_text(text, "odd.yaml")
+
+
+def test_self_containing_alias_is_refused():
+    with pytest.raises(YamlError):
+        load_yaml_text("&a [*a]", "loop.yaml")
+
+
+def test_atomic_dir_result_is_not_private(tmp_path):
+    import stat
+
+    target = tmp_path / "board"
+    with atomic_dir(target) as staging:
+        (staging / "f").write_text("1")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o777 & ~umask
+    target.chmod(0o750)
+    with atomic_dir(target) as staging:
+        pass
+    assert stat.S_IMODE(target.stat().st_mode) == 0o750

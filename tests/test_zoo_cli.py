@@ -89,7 +89,7 @@ def test_sets_json(capsys):
 
 def test_validate_good(capsys, tmp_path):
     path = tmp_path / "good.yaml"
-    path.write_text(BAD_ENTRY.replace("    colour: blue\n", ""))
+    path.write_text(BAD_ENTRY.replace("    colour: blue\n", "    num_layers: 28\n"))
     code, out, _ = run(capsys, "zoo", "validate", str(path))
     assert code == 0 and out.startswith("ok: ") and str(path) in out
 

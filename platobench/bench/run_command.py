@@ -25,7 +25,7 @@ SCORERS = {"paired": score_paired, "zeroshot": score_zeroshot}
 def add_catalog_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--settings-file", action="append", default=[], type=Path, metavar="FILE",
                    help="extra settings YAML merged over the built-in one (repeatable)")
-    add_zoo_option(p)
+    add_zoo_option(p, loads_models=True)
 
 
 def register(subparsers: Any) -> None:

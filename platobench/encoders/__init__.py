@@ -41,9 +41,10 @@ def layer_ids_of(spec: ModelSpec) -> list[int]:
     """The layer indices `load_encoder(spec).layer_ids` will have, known without loading the model (the
     cache key needs them): embeddings + `num_layers` blocks, plus, for open_clip towers, the projected
     embedding as index num_layers + 1."""
-    if spec.num_layers is None:
-        raise UserError(f"model {spec.name}: the zoo entry needs num_layers (blocks or stages, embeddings excluded)")
-    return spec.layer_ids(spec.num_layers + (1 if spec.loader == "openclip" else 0))
+    problem = spec.extraction_problem()
+    if problem is not None:
+        raise UserError(f"model {spec.name}: {problem}")
+    return spec.layer_ids(spec.top_layer)  # type: ignore[arg-type]  # not None once there is no problem
 
 
 def load_encoder(

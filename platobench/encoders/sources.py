@@ -2,7 +2,9 @@
 
 Hub access respects `HF_HUB_OFFLINE` (read at call time, so `HF_HUB_OFFLINE=1 platobench ...` works
 even after huggingface_hub was imported) and turns a missing cache entry into a UserError that names the
-model and the command that downloads it.
+model and the command that downloads it. Code shipped with the weights runs only for a zoo entry that asks
+for it (`trust_remote_code: true`) and that the user named with `--trust-remote-code NAME`
+(`platobench.zoo.remote_code`); the check comes before any file of the model is read.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 from platobench.encoders import packaged
 from platobench.errors import UserError
+from platobench.zoo.remote_code import OPTION, remote_code_flag
 from platobench.zoo.spec import ModelSpec
 
 TRUE_VALUES = {"1", "true", "yes", "on"}
@@ -40,15 +43,13 @@ def local_path(spec: ModelSpec, home: Path | None) -> Path | None:
 
 
 def pretrained_args(spec: ModelSpec, home: Path | None) -> tuple[str, dict[str, Any]]:
-    """(path or hub id, keyword arguments) for a transformers `from_pretrained` call of this spec."""
+    """(path or hub id, keyword arguments) for a transformers `from_pretrained` call of this spec.
+    UserError when the entry asks to run repository code and the user did not name the model."""
+    trust = remote_code_flag(spec)
     path = local_path(spec, home)
     if path is not None:
-        return str(path), {"trust_remote_code": spec.trust_remote_code}
-    return spec.source, {
-        "revision": spec.revision,
-        "local_files_only": hub_offline(),
-        "trust_remote_code": spec.trust_remote_code,
-    }
+        return str(path), {"trust_remote_code": trust}
+    return spec.source, {"revision": spec.revision, "local_files_only": hub_offline(), "trust_remote_code": trust}
 
 
 def download_hint(repo_id: str, revision: str | None) -> str:
@@ -59,11 +60,19 @@ def download_hint(repo_id: str, revision: str | None) -> str:
 
 @contextmanager
 def hub_errors(spec: ModelSpec, repo_id: str | None = None) -> Iterator[None]:
-    """Turn a failed hub fetch (not cached while offline, no network, unknown repo) into a UserError."""
+    """Turn a failed hub fetch (not cached while offline, no network, unknown repo), and transformers'
+    refusal to run a model's repository code, into a UserError."""
     from huggingface_hub.errors import HfHubHTTPError
 
     try:
         yield
+    except ValueError as exc:
+        if "trust_remote_code" not in str(exc) or isinstance(exc, UserError):
+            raise
+        raise UserError(
+            f"model {spec.name}: its repository contains code that must run to load it; if you trust it, set "
+            f"'trust_remote_code: true' in its zoo entry and rerun with {OPTION} {spec.name}"
+        ) from exc
     except (OSError, HfHubHTTPError) as exc:
         if spec.source_type not in {"hub", "timm", "openclip"}:
             raise

@@ -8,7 +8,7 @@ from typing import Any
 
 from platobench.data import get_dataset
 from platobench.errors import UserError
-from platobench.features.extract import extract
+from platobench.features.extract import check_extract_options, extract, note_limit
 from platobench.features.store import FeatureStore
 from platobench.zoo import add_zoo_option, zoo_from_args
 
@@ -31,24 +31,24 @@ def register(subparsers: Any) -> None:
     p.add_argument("--caption-index", type=int, default=0, help="which caption of each sample text models read")
     p.add_argument("--batch-size", type=int, default=32, help="samples per forward pass (halved on out-of-memory)")
     p.add_argument("--chunk-size", type=int, default=256, help="samples per cached chunk (unit of resumption)")
-    p.add_argument("--workers", type=int, default=2, help="DataLoader workers decoding images")
+    p.add_argument("--workers", type=int, default=2, help="DataLoader workers decoding images (0: in the main process)")
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     p.add_argument("--dtype", default=None, help="override the zoo's dtype policy: auto, float32, bfloat16, float16")
     p.add_argument("--json", action="store_true", help="print one JSON object per model: path, n, layers, widths, cached, seconds")
-    add_zoo_option(p)
+    add_zoo_option(p, loads_models=True)
     p.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 2:
         raise UserError(f"--limit must be >= 2, got {args.limit}")
-    if args.batch_size < 1 or args.chunk_size < 1:
-        raise UserError("--batch-size and --chunk-size must be >= 1")
+    check_extract_options(batch_size=args.batch_size, chunk_size=args.chunk_size, num_workers=args.workers)
     zoo = zoo_from_args(args)
     specs = [s for token in args.model.split(",") if token.strip() for s in zoo.resolve(token.strip())]
     if not specs:
         raise UserError(f"--model {args.model!r} names no model")
     dataset = get_dataset(args.dataset, limit=args.limit)
+    note_limit(args.limit, dataset)
     store = FeatureStore()
     for spec in specs:
         _, report = extract(

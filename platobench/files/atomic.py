@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -69,11 +70,21 @@ def atomic_write_json(path: str | Path, obj: Any, *, indent: int | None = 1) -> 
     return atomic_write_text(path, json.dumps(obj, indent=indent, ensure_ascii=False) + "\n")
 
 
+def _folder_mode(target: Path) -> int:
+    """Permission bits for a folder replacing `target`: those of `target`, else what the umask allows."""
+    if target.is_dir():
+        return stat.S_IMODE(target.stat().st_mode)
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o777 & ~umask
+
+
 @contextmanager
 def atomic_dir(target: str | Path) -> Iterator[Path]:
     """Yield an empty staging folder beside `target`; on success it replaces `target` whole.
 
-    On an exception the staging folder is removed and `target` is untouched. The swap is two renames
+    The new folder keeps `target`'s permission bits (or the umask's default for a new one). On an
+    exception the staging folder is removed and `target` is untouched. The swap is two renames
     (old out of the way, new in); between them `target` is briefly absent, never half-written.
     """
     target = Path(target)
@@ -83,7 +94,9 @@ def atomic_dir(target: str | Path) -> Iterator[Path]:
     except OSError as exc:
         raise WriteError(f"cannot write {target}: {exc.strerror or exc}") from exc
     try:
+        mode = _folder_mode(target)
         yield staging
+        os.chmod(staging, mode)  # mkdtemp makes a private (0700) folder; the result is not private
         old = None
         if target.exists():
             old = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".old"))

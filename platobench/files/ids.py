@@ -2,7 +2,8 @@
 
 Ids (setting, setting group, pair set, zoo set, dataset): lowercase letters, digits and `. _ + -`,
 starting with a letter or digit, at most 100 characters (`ID_PATTERN`). Model names are two such
-parts joined by one `/` ("family/arch.tag", `MODEL_NAME_PATTERN`); in file names the `/` becomes `--`.
+parts joined by one `/` ("family/arch.tag", `MODEL_NAME_PATTERN`) with no `__` or `--` in them: a
+record's file name is `language__vision` with `/` written as `--`, so distinct pairs get distinct files.
 Neither can spell `..`, an absolute path, markup or a newline.
 """
 
@@ -16,7 +17,7 @@ from platobench.errors import UserError
 
 MAX_ID_LENGTH = 100
 ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._+-]{0,99}$")
-MODEL_NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._+-]{0,99}/[a-z0-9][a-z0-9._+-]{0,99}$")
+MODEL_NAME_PATTERN = re.compile(r"^(?!.*(?:__|--))[a-z0-9][a-z0-9._+-]{0,99}/[a-z0-9][a-z0-9._+-]{0,99}$")
 ID_RULE = "lowercase letters, digits and . _ + - (starting with a letter or digit, at most 100 characters)"
 
 
@@ -41,7 +42,8 @@ def check_model_name(value: Any, what: str = "model name") -> str:
     """`value` if it is a model name "family/arch.tag" (`MODEL_NAME_PATTERN`), else InvalidIdError."""
     if not isinstance(value, str) or not MODEL_NAME_PATTERN.match(value):
         raise InvalidIdError(
-            f"{what} {shown(value)} is not a model name 'family/arch.tag' (each part: {ID_RULE})"
+            f"{what} {shown(value)} is not a model name 'family/arch.tag' (each part: {ID_RULE}; "
+            "no '__' or '--')"
         )
     return value
 

@@ -25,23 +25,39 @@ class YamlError(UserError):
 
 
 def expanded_size(node: yaml.Node, cap: int = MAX_EXPANDED_NODES) -> int:
-    """Number of nodes in `node` with every alias expanded, counted up to just past `cap`."""
+    """Number of nodes in `node` with every alias expanded, counted up to just past `cap`.
+
+    Iterative (no recursion limit on deep nesting); a node that contains itself counts as past `cap`."""
     memo: dict[int, int] = {}
-
-    def size(n: yaml.Node) -> int:
+    on_path: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(node, False)]
+    while stack:
+        n, children_done = stack.pop()
         if id(n) in memo:
-            return memo[id(n)]
-        memo[id(n)] = cap + 1  # a node reached again while being counted: a cycle, refuse it
-        if isinstance(n, yaml.SequenceNode):
-            total = 1 + sum(size(c) for c in n.value)
-        elif isinstance(n, yaml.MappingNode):
-            total = 1 + sum(size(k) + size(v) for k, v in n.value)
-        else:
-            total = 1
-        memo[id(n)] = min(total, cap + 1)
-        return memo[id(n)]
+            continue
+        kids = _children(n)
+        if not children_done:
+            if id(n) in on_path:
+                return cap + 1
+            on_path.add(id(n))
+            stack.append((n, True))
+            for kid in kids:
+                if id(kid) in on_path:
+                    return cap + 1
+                if id(kid) not in memo:
+                    stack.append((kid, False))
+            continue
+        on_path.discard(id(n))
+        memo[id(n)] = min(1 + sum(memo[id(k)] for k in kids), cap + 1)
+    return memo[id(node)]
 
-    return size(node)
+
+def _children(n: yaml.Node) -> list[yaml.Node]:
+    if isinstance(n, yaml.SequenceNode):
+        return list(n.value)
+    if isinstance(n, yaml.MappingNode):
+        return [x for pair in n.value for x in pair]
+    return []
 
 
 def load_yaml_text(text: str, where: str, loader: type = SafeLoader) -> Any:
@@ -56,6 +72,15 @@ def load_yaml_text(text: str, where: str, loader: type = SafeLoader) -> Any:
                 f"{where}: YAML aliases expand to more than {MAX_EXPANDED_NODES:,} nodes; refusing to read it"
             )
         return instance.construct_document(node)
+    except YamlError:
+        raise
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f"{where}:{mark.line + 1}" if mark is not None else where
+        reason = str(getattr(exc, "problem", None) or exc)
+        raise YamlError(f"{at}: malformed YAML: {reason[:200]}") from exc
+    except (ValueError, TypeError, RecursionError, OverflowError) as exc:  # scalar constructors, deep nesting
+        raise YamlError(f"{where}: malformed YAML: {str(exc)[:200]}") from exc
     finally:
         instance.dispose()
 
@@ -72,10 +97,4 @@ def read_yaml(path: str | Path, what: str = "YAML file", loader: type = SafeLoad
         raise YamlError(f"cannot read {what} {path}: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
         raise YamlError(f"{what} {path} is not UTF-8 text (byte {exc.start}); is it a binary file?") from exc
-    try:
-        return load_yaml_text(text, str(path), loader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        reason = str(getattr(exc, "problem", None) or exc)
-        raise YamlError(f"{where}: malformed YAML: {reason[:200]}") from exc
+    return load_yaml_text(text, str(path), loader)

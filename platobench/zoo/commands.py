@@ -50,7 +50,8 @@ def register(subparsers: Any) -> None:
         "validate",
         help="check zoo files (schema, unknown keys, duplicates, set members)",
         description=(
-            "Validate the built-in zoo merged with FILE(s) and any --zoo files. Exits 0 when valid; otherwise "
+            "Validate the built-in zoo merged with FILE(s) and any --zoo files, including what feature "
+            "extraction needs of each entry (num_layers). Exits 0 when valid; otherwise "
             "prints every problem with file, line, entry and field, and exits 2."
         ),
     )
@@ -144,7 +145,7 @@ def _validate(args: argparse.Namespace) -> int:
     files = [*args.files, *args.zoo]
     checked = [str(BUILTIN_ZOO), *files]
     try:
-        zoo = load_zoo(files)
+        zoo = load_zoo(files, for_extraction=True)
     except ZooError as exc:
         if not args.json:
             raise

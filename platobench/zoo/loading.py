@@ -12,12 +12,13 @@ File format (see the built-in `model_zoo.yaml` beside this module):
 A file may also be a bare list of model entries (what `platobench jepa train` writes as zoo_entry.yaml).
 
 A local `source` written as "./dir" or "../dir" is relative to the YAML file that names it ("~" is expanded).
+Files are read with `platobench.files.yaml_safe` (UTF-8 only, alias expansion capped); model and set names
+follow `platobench.files.ids`; error messages quote at most a short prefix of any input (`shown`).
 """
 
 from __future__ import annotations
 
 import difflib
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,12 +27,15 @@ import pydantic
 import yaml
 
 from platobench.errors import UserError
+from platobench.files.ids import ID_PATTERN, ID_RULE, shown
+from platobench.files.yaml_safe import SafeLoader, YamlError, read_yaml
 from platobench.zoo.spec import ModelSpec, is_local_path
 
 BUILTIN_ZOO = Path(__file__).with_name("model_zoo.yaml")
 TOP_LEVEL_KEYS = ("version", "models", "sets")
 SUPPORTED_VERSIONS = (1,)
-SET_NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._+-]*$")
+#: Most problems listed for one file (a hostile file could produce one per alias-expanded node).
+MAX_PROBLEMS = 50
 
 
 class ZooError(UserError):
@@ -51,13 +55,19 @@ class _Mapping(dict):
     line: int = 0
 
 
-class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml's parser when available (7x faster)
+class _Loader(SafeLoader):  # libyaml's parser when available (7x faster)
     """Safe loader that rejects duplicate keys and records the line of every mapping."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, int] = {}
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=True)
+            try:
+                hash(key)
+            except TypeError:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"unhashable key (a {type(key).__name__.lstrip('_').lower()})", key_node.start_mark
+                ) from None
             if key in seen:
                 raise yaml.constructor.ConstructorError(
                     None, None, f"duplicate key {key!r} (first at line {seen[key]})", key_node.start_mark
@@ -84,10 +94,22 @@ class ZooFile:
     lines: dict[str, int] = field(default_factory=dict)  # model or set name -> line in the file
 
 
+_END = object()
+
+
 def _flatten(members: Any) -> list[Any]:
-    if isinstance(members, list):
-        return [m for item in members for m in _flatten(item)]
-    return [members]
+    """The leaves of arbitrarily nested lists, in order (iterative: no recursion limit to hit)."""
+    leaves: list[Any] = []
+    stack = [iter([members])]
+    while stack:
+        item = next(stack[-1], _END)
+        if item is _END:
+            stack.pop()
+        elif isinstance(item, list):
+            stack.append(iter(item))
+        else:
+            leaves.append(item)
+    return leaves
 
 
 def _field_problem(error: dict[str, Any], allowed: tuple[str, ...]) -> str:
@@ -95,12 +117,12 @@ def _field_problem(error: dict[str, Any], allowed: tuple[str, ...]) -> str:
     if error["type"] == "extra_forbidden":
         close = difflib.get_close_matches(str(loc), allowed, n=1)
         hint = f" (did you mean '{close[0]}'?)" if close else f" (allowed keys: {', '.join(allowed)})"
-        return f"unknown key '{loc}'{hint}"
+        return f"unknown key {shown(loc)}{hint}"
     if error["type"] == "missing":
         return f"field '{loc}': required field is missing"
     message = error["msg"].removeprefix("Value error, ")
     if loc and not isinstance(error.get("input"), (dict, list)):
-        message += f" (got {error['input']!r})"
+        message += f" (got {shown(error['input'])})"
     return f"field '{loc}': {message}" if loc else message
 
 
@@ -114,18 +136,16 @@ def _resolve_local_source(entry: dict[str, Any], base: Path) -> dict[str, Any]:
     return {**entry, "source": str(path)}
 
 
-def read_zoo_file(path: str | Path) -> ZooFile:
-    """Parse and validate one zoo file. Raises ZooError listing every problem found in it."""
+def read_zoo_file(path: str | Path, *, for_extraction: bool = False) -> ZooFile:
+    """Parse and validate one zoo file. Raises ZooError listing every problem found in it; with
+    `for_extraction`, also every entry features cannot be extracted with (`ModelSpec.extraction_problem`)."""
     path = Path(path)
     if not path.is_file():
         raise ZooError([f"{path}: zoo file not found"])
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)  # _Loader is a safe loader
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        reason = getattr(exc, "problem", None) or str(exc)
-        raise ZooError([f"{where}: malformed YAML: {reason}"]) from exc
+        data = read_yaml(path, what="zoo file", loader=_Loader)  # _Loader is a safe loader
+    except YamlError as exc:  # unreadable, not UTF-8, malformed, over-expanding or too deeply nested
+        raise ZooError([str(exc)]) from exc
 
     if isinstance(data, list):  # a bare list of entries, e.g. the zoo_entry.yaml of `platobench jepa train`
         data = {"models": data}
@@ -134,20 +154,27 @@ def read_zoo_file(path: str | Path) -> ZooFile:
     problems: list[str] = []
     for key in data:
         if key not in TOP_LEVEL_KEYS:
-            problems.append(f"{path}: unknown top-level key '{key}' (allowed: {', '.join(TOP_LEVEL_KEYS)})")
+            problems.append(f"{path}: unknown top-level key {shown(key)} (allowed: {', '.join(TOP_LEVEL_KEYS)})")
     version = data.get("version", 1)
     if version not in SUPPORTED_VERSIONS:
-        problems.append(f"{path}: unsupported 'version' {version!r} (supported: {SUPPORTED_VERSIONS})")
+        problems.append(f"{path}: unsupported 'version' {shown(version)} (supported: {SUPPORTED_VERSIONS})")
 
     result = ZooFile(path=path)
-    problems += _read_models(data.get("models") or [], result)
+    problems += _read_models(data.get("models") or [], result, for_extraction)
     problems += _read_sets(data.get("sets") or {}, result)
     if problems:
-        raise ZooError(problems)
+        raise ZooError(capped(problems))
     return result
 
 
-def _read_models(entries: Any, result: ZooFile) -> list[str]:
+def capped(problems: list[str], limit: int = MAX_PROBLEMS) -> list[str]:
+    """The first `limit` problems, plus one line counting the rest."""
+    if len(problems) <= limit:
+        return problems
+    return [*problems[:limit], f"... and {len(problems) - limit:,} more problems"]
+
+
+def _read_models(entries: Any, result: ZooFile, for_extraction: bool) -> list[str]:
     """Validate the `models` list into `result.models`; returns the problems found."""
     path = result.path
     if not isinstance(entries, list):
@@ -160,12 +187,15 @@ def _read_models(entries: Any, result: ZooFile) -> list[str]:
         if not isinstance(entry, dict):
             problems.append(f"{where}: models[{index}]: expected a mapping of fields, got {type(entry).__name__}")
             continue
-        label = f"models[{index}] ({entry['name']!r})" if isinstance(entry.get("name"), str) else f"models[{index}]"
+        label = f"models[{index}] ({shown(entry['name'])})" if isinstance(entry.get("name"), str) else f"models[{index}]"
         try:
             spec = ModelSpec.model_validate(_resolve_local_source(dict(entry), path.parent))
         except pydantic.ValidationError as exc:
             problems.extend(f"{where}: {label}: {_field_problem(err, allowed)}" for err in exc.errors())
             continue
+        problem = spec.extraction_problem() if for_extraction else None
+        if problem is not None:
+            problems.append(f"{where}: {label}: {problem}")
         if spec.name in result.lines:
             problems.append(
                 f"{where}: {label}: field 'name': duplicate name {spec.name!r} "
@@ -185,10 +215,8 @@ def _read_sets(raw_sets: Any, result: ZooFile) -> list[str]:
     problems: list[str] = []
     for set_name, members in raw_sets.items():
         members_flat = _flatten(members)
-        if not isinstance(set_name, str) or not SET_NAME_PATTERN.match(set_name):
-            problems.append(
-                f"{path}: sets[{set_name!r}]: a set name is lowercase letters, digits and . _ + - (no '/')"
-            )
+        if not isinstance(set_name, str) or not ID_PATTERN.match(set_name):
+            problems.append(f"{path}: sets[{shown(set_name)}]: a set name is {ID_RULE}, no '/'")
             continue
         if not members_flat or not all(isinstance(m, str) for m in members_flat):
             problems.append(f"{path}: sets[{set_name!r}]: expected a non-empty list of model names")

@@ -1,14 +1,17 @@
-"""The `--zoo FILE` option, shared by every command that reads the model zoo."""
+"""The `--zoo FILE` option, shared by every command that reads the model zoo (and, for commands that load
+models, `--trust-remote-code MODEL`)."""
 
 from __future__ import annotations
 
 import argparse
 
 from platobench.zoo.registry import Zoo, load_zoo
+from platobench.zoo.remote_code import add_trust_remote_code_option
 
 
-def add_zoo_option(parser: argparse.ArgumentParser) -> None:
-    """Add a repeatable `--zoo FILE` to `parser` (user zoo files merged over the built-in one, in order)."""
+def add_zoo_option(parser: argparse.ArgumentParser, *, loads_models: bool = False) -> None:
+    """Add a repeatable `--zoo FILE` to `parser` (user zoo files merged over the built-in one, in order);
+    `loads_models`: also `--trust-remote-code MODEL`, for commands that load model weights."""
     parser.add_argument(
         "--zoo",
         action="append",
@@ -16,6 +19,8 @@ def add_zoo_option(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="extra model-zoo YAML merged over the built-in one (repeatable; later files win on equal names)",
     )
+    if loads_models:
+        add_trust_remote_code_option(parser)
 
 
 def zoo_from_args(args: argparse.Namespace) -> Zoo:

@@ -12,7 +12,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from platobench.errors import UserError
-from platobench.zoo.loading import BUILTIN_ZOO, ZooError, read_zoo_file
+from platobench.files.ids import shown
+from platobench.zoo.loading import BUILTIN_ZOO, MAX_PROBLEMS, ZooError, capped, read_zoo_file
 from platobench.zoo.spec import MODALITY_OF_KIND, ModelSpec
 
 GLOB_CHARS = frozenset("*?[")
@@ -61,7 +62,7 @@ class Zoo:
         """The spec called `name` (case-insensitive). Unknown names raise UserError with the closest names."""
         spec = self._specs.get(name.lower())
         if spec is None:
-            raise UserError(f"unknown model {name!r}{self._suggestion(name)}")
+            raise UserError(f"unknown model {shown(name)}{self._suggestion(name)}")
         return spec
 
     def list(self, pattern: str = "*", modality: str | None = None, kind: str | None = None) -> list[ModelSpec]:
@@ -96,9 +97,9 @@ class Zoo:
             elif GLOB_CHARS & set(key):
                 matched = self.list(key)
                 if not matched:
-                    raise UserError(f"no model matches the glob {part!r} (see `platobench zoo list`)")
+                    raise UserError(f"no model matches the glob {shown(part)} (see `platobench zoo list`)")
             else:
-                raise UserError(f"{part!r} is neither a model nor a set{self._suggestion(part)}")
+                raise UserError(f"{shown(part)} is neither a model nor a set{self._suggestion(part)}")
             result.update((spec.name, spec) for spec in matched)
         return list(result.values())
 
@@ -120,10 +121,11 @@ class Zoo:
         return f" (did you mean: {', '.join(picks)}?)"
 
 
-def load_zoo(extra_files: Sequence[str | Path] = ()) -> Zoo:
+def load_zoo(extra_files: Sequence[str | Path] = (), *, for_extraction: bool = False) -> Zoo:
     """The built-in zoo (platobench/zoo/model_zoo.yaml) merged with `extra_files`, in order: an entry or set
     in a later file replaces one of the same name. Every problem of every file is reported together as one
-    ZooError (a UserError) naming file, line, entry and field; set members must exist in the merged zoo."""
+    ZooError (a UserError) naming file, line, entry and field; set members must exist in the merged zoo.
+    `for_extraction`: also refuse entries features cannot be extracted with (what `zoo validate` checks)."""
     problems: list[str] = []
     specs: dict[str, ModelSpec] = {}
     sets: dict[str, list[str]] = {}
@@ -131,7 +133,7 @@ def load_zoo(extra_files: Sequence[str | Path] = ()) -> Zoo:
     set_origins: dict[str, Path] = {}
     for path in (BUILTIN_ZOO, *map(Path, extra_files)):
         try:
-            zoo_file = read_zoo_file(path)
+            zoo_file = read_zoo_file(path, for_extraction=for_extraction)
         except ZooError as exc:
             problems.extend(exc.problems)
             continue
@@ -144,9 +146,9 @@ def load_zoo(extra_files: Sequence[str | Path] = ()) -> Zoo:
     for set_name, members in sets.items():
         for member in members:
             if member not in specs:
-                close = difflib.get_close_matches(member, list(specs), n=3, cutoff=0.6)
+                close = [] if len(problems) >= MAX_PROBLEMS else difflib.get_close_matches(member, list(specs), n=3)
                 hint = f" (did you mean: {', '.join(close)}?)" if close else ""
-                problems.append(f"{set_origins[set_name]}: sets[{set_name!r}]: unknown model {member!r}{hint}")
+                problems.append(f"{set_origins[set_name]}: sets[{set_name!r}]: unknown model {shown(member)}{hint}")
     if problems:
-        raise ZooError(problems)
+        raise ZooError(capped(problems))
     return Zoo(specs, sets, origins)

@@ -8,11 +8,12 @@ embedding output (token/patch embeddings, or a CNN's stem), index i >= 1 the out
 
 from __future__ import annotations
 
-import re
 from typing import Literal
 
 import pydantic
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, StrictBool, StrictFloat, StrictInt, field_validator, model_validator
+
+from platobench.files.ids import ID_RULE, MODEL_NAME_PATTERN, shown
 
 Modality = Literal["text", "vision"]
 Kind = Literal["causal_lm", "text_encoder", "vision_vit", "vision_cnn", "clip_text", "clip_image", "text_jepa"]
@@ -20,7 +21,6 @@ Loader = Literal["hf_causal", "hf_text", "hf_vision", "timm", "openclip", "effic
 Pooling = Literal["avg", "last", "cls", "mean_patch"]
 SourceType = Literal["hub", "timm", "openclip", "local", "packaged", "baseline", "python"]
 
-NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._+-]*/[a-z0-9][a-z0-9._+-]*$")
 PACKAGED_PREFIX = "packaged:"
 # Negative controls built by platobench.encoders.baselines (loader "baseline"): the source names which one.
 BASELINE_SOURCES = (
@@ -83,6 +83,8 @@ class ModelSpec(pydantic.BaseModel):
         baseline whose single layer is a static feature (index 0).
     width: hidden size of the residual stream (final feature width for CNNs).
     params_m: parameter count in millions. license: SPDX id or the licence's name.
+    trust_remote_code: the weights need Python code from their repository (a real boolean); it runs
+        only for models named with `--trust-remote-code NAME` (see platobench.zoo.remote_code).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -94,25 +96,22 @@ class ModelSpec(pydantic.BaseModel):
     source: str = Field(min_length=1)
     revision: str | None = None
     pooling: Pooling
-    layers: Literal["all"] | tuple[int, ...] = "all"
+    layers: Literal["all"] | tuple[StrictInt, ...] = "all"
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     quantization: Literal["none", "8bit", "4bit"] = "none"
-    image_size: int | None = Field(default=None, gt=0)
-    num_layers: int | None = Field(default=None, ge=0)
-    width: int | None = Field(default=None, gt=0)
-    params_m: float | None = Field(default=None, gt=0)
+    image_size: StrictInt | None = Field(default=None, gt=0)
+    num_layers: StrictInt | None = Field(default=None, ge=0)
+    width: StrictInt | None = Field(default=None, gt=0)
+    params_m: StrictFloat | None = Field(default=None, gt=0)
     license: str | None = None
-    trust_remote_code: bool = False
+    trust_remote_code: StrictBool = False
     notes: str = ""
 
     @field_validator("name")
     @classmethod
     def _check_name(cls, name: str) -> str:
-        if not NAME_PATTERN.match(name):
-            raise ValueError(
-                f"{name!r} is not a model name of the form 'family/arch.tag' "
-                "(lowercase letters, digits and . _ + -, exactly one '/')"
-            )
+        if not MODEL_NAME_PATTERN.match(name):
+            raise ValueError(f"{shown(name)} is not a model name 'family/arch.tag' (each part: {ID_RULE}; no '__' or '--')")
         return name
 
     @field_validator("layers")
@@ -155,12 +154,31 @@ class ModelSpec(pydantic.BaseModel):
             raise ValueError("'image_size' applies only to vision models")
         if self.quantization != "none" and self.loader not in {"hf_causal", "hf_text"}:
             raise ValueError(f"quantization is only supported by the transformers text loaders, not {self.loader!r}")
-        if self.layers != "all" and self.num_layers is not None and max(self.layers) > self.num_layers:
+        top = self.top_layer
+        if self.layers != "all" and top is not None and max(self.layers) > top:
             raise ValueError(
                 f"layer {max(self.layers)} does not exist: the model has {self.num_layers} blocks "
-                f"(valid indices 0..{self.num_layers})"
+                f"(valid indices 0..{top})"
             )
         return self
+
+    @property
+    def top_layer(self) -> int | None:
+        """Highest layer index features can have: `num_layers`, plus one for an open_clip tower's projected
+        embedding; None while `num_layers` is unknown."""
+        if self.num_layers is None:
+            return None
+        return self.num_layers + (1 if self.loader == "openclip" else 0)
+
+    def extraction_problem(self) -> str | None:
+        """Why features cannot be extracted with this entry (a field extraction needs is missing), or None.
+        `zoo validate` reports it; extraction refuses the entry with it."""
+        if self.num_layers is None:
+            return (
+                "field 'num_layers': required to extract features (the number of blocks or stages, "
+                "embeddings excluded; it keys the feature cache)"
+            )
+        return None
 
     @property
     def source_type(self) -> SourceType:
