@@ -44,7 +44,8 @@ def make_record(
     kind_l: str = "causal_lm", fingerprint: str = "f" * 64, n: int = 64, grid: list[list[float]] | None = None,
     **extra: Any,
 ) -> ResultRecord:
-    """A paired record with a 2x3 grid whose best cell is `score` (unless `grid` is given)."""
+    """A paired record with a 2x3 grid whose best cell is `score` (unless `grid` is given); layers (1, 1),
+    clamped into a smaller grid."""
     grid = grid if grid is not None else [[score - 0.02, score - 0.01, score - 0.03], [score - 0.05, score, score - 0.04]]
     return ResultRecord(
         setting=setting,
@@ -53,7 +54,7 @@ def make_record(
         language=ModelRef(name=language, params_m=params_l, kind=kind_l),
         vision=ModelRef(name=vision, params_m=22.1, kind="vision_vit"),
         dataset=DatasetRef(name="openclipart-1024", revision="r1", n=n, fingerprint=fingerprint),
-        score=score, layers=(1, 1), last_layer_score=grid[-1][-1], chance=0.1,
+        score=score, layers=(min(1, len(grid) - 1), min(1, len(grid[0]) - 1)), last_layer_score=grid[-1][-1], chance=0.1,
         null=NullRef(mean=0.1, std=0.01, p_value=0.01, n_perm=100, seed=0), calibrated=score - 0.1,
         ci=IntervalRef(lo=score - 0.02, hi=score + 0.02, level=0.95, method="test"), grid=grid, runtime_s=0.1,
         **extra,

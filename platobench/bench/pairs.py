@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from platobench.bench.settings import Catalog
 from platobench.errors import UserError
+from platobench.files.ids import shown
 from platobench.zoo import ModelSpec, Zoo
 
 
@@ -20,7 +21,7 @@ def _members(zoo: Zoo, queries: list[str], modality: str, where: str) -> list[Mo
                 continue
             raise
         if not specs and not optional:
-            raise UserError(f"{where}: {q!r} names no {modality} model in the zoo")
+            raise UserError(f"{where}: {shown(q)} names no {modality} model in the zoo")
         out.update({s.name: s for s in specs})
     return list(out.values())
 
@@ -38,13 +39,13 @@ def resolve_pairs(spec: str, catalog: Catalog, zoo: Zoo) -> list[tuple[ModelSpec
     for token in [t.strip() for t in spec.split(",") if t.strip()]:
         if token.count(":") != 1:
             raise UserError(
-                f"--pairs: {token!r} is neither a pair set ({', '.join(sorted(catalog.pair_sets))}) "
+                f"--pairs: {shown(token)} is neither a pair set ({', '.join(sorted(catalog.pair_sets))}) "
                 "nor 'LANGUAGE_MODEL:VISION_MODEL'"
             )
         a_name, b_name = token.split(":")
         a, b = zoo.get(a_name), zoo.get(b_name)
         if a.modality != "text" or b.modality != "vision":
-            raise UserError(f"--pairs: in {token!r} the first model must be a text model and the second a vision model")
+            raise UserError(f"--pairs: in {shown(token)} the first model must be a text model and the second a vision model")
         pairs[(a.name, b.name)] = (a, b)
     if not pairs:
         raise UserError("--pairs is empty")

@@ -7,14 +7,19 @@ The built-in file is `platobench/bench/settings.yaml`; users extend it with `--s
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from platobench.errors import UserError
+from platobench.files.ids import check_id, shown
+from platobench.files.yaml_safe import read_yaml
 
 BUILTIN = Path(__file__).with_name("settings.yaml")
+SECTIONS = {"settings": "setting id", "groups": "setting group name", "pair_sets": "pair set name"}
+
+#: A string that follows the id rule (`files.ids.check_id`): it becomes part of paths.
+Id = Annotated[str, AfterValidator(lambda v: check_id(v, "id"))]
 
 
 class Setting(BaseModel):
@@ -22,9 +27,9 @@ class Setting(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    id: str
+    id: Id
     kind: Literal["paired", "zeroshot"] = "paired"
-    dataset: str
+    dataset: Id
     caption_index: int = 0
     metric: str
     params: dict[str, Any] = Field(default_factory=dict)
@@ -57,19 +62,48 @@ class SettingsFile(BaseModel):
     pair_sets: dict[str, PairSet] = Field(default_factory=dict)
 
 
+def _checked_raw(raw: Any, path: Path) -> dict[str, Any]:
+    """The parsed YAML of settings file `path` with every section a mapping whose keys are ids, and each
+    setting entry a mapping carrying its key as `id`; UserError naming the file otherwise."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise UserError(f"settings file {path}: the top level must be a mapping (settings, groups, pair_sets), "
+                        f"not a {type(raw).__name__}")
+    out = {k: v for k, v in raw.items() if not (k in SECTIONS and v is None)}  # `groups:` left empty
+    for section, what in SECTIONS.items():
+        entries = raw.get(section)
+        if entries is None:
+            continue
+        if not isinstance(entries, dict):
+            raise UserError(f"settings file {path}: '{section}' must be a mapping, not a {type(entries).__name__}")
+        for key in entries:
+            try:
+                check_id(key, what)
+            except UserError as exc:
+                raise UserError(f"settings file {path}: {exc}") from None
+    settings: dict[str, Any] = {}
+    for key, entry in (raw.get("settings") or {}).items():
+        entry = {} if entry is None else entry
+        if not isinstance(entry, dict):
+            raise UserError(f"settings file {path}: setting {key!r} must be a mapping, not a {type(entry).__name__}")
+        if entry.get("id", key) != key:
+            raise UserError(f"settings file {path}: setting {key!r} has a different id {shown(entry['id'])}")
+        settings[key] = {**entry, "id": key}
+    if "settings" in out:
+        out["settings"] = settings
+    return out
+
+
 def _read(path: Path) -> SettingsFile:
-    try:
-        raw = yaml.safe_load(Path(path).read_text()) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise UserError(f"cannot read settings file {path}: {exc}") from exc
-    if isinstance(raw.get("settings"), dict):
-        raw["settings"] = {k: {"id": k, **(v or {})} for k, v in raw["settings"].items()}
+    raw = _checked_raw(read_yaml(path, "settings file"), path)
     try:
         return SettingsFile.model_validate(raw)
     except ValidationError as exc:
-        first = exc.errors()[0]
+        first = exc.errors(include_url=False, include_context=False, include_input=False)[0]
         where = ".".join(str(p) for p in first["loc"])
-        raise UserError(f"{path}: {where}: {first['msg']}") from None
+        where = where if len(where) <= 120 else where[:117] + "..."
+        raise UserError(f"settings file {path}: {where}: {first['msg'][:300]}") from None
 
 
 class Catalog:
@@ -77,16 +111,20 @@ class Catalog:
 
     def __init__(self, files: list[Path] | tuple[Path, ...] = ()) -> None:
         merged = _read(BUILTIN)
+        origin = dict.fromkeys(merged.groups, BUILTIN)
         for f in files:
             extra = _read(Path(f))
             merged.settings.update(extra.settings)
             merged.groups.update(extra.groups)
             merged.pair_sets.update(extra.pair_sets)
+            origin.update(dict.fromkeys(extra.groups, Path(f)))
         self.settings, self.groups, self.pair_sets = merged.settings, merged.groups, merged.pair_sets
         for group, ids in self.groups.items():
             missing = [i for i in ids if i not in self.settings]
             if missing:
-                raise UserError(f"setting group {group!r} names unknown setting(s) {missing}")
+                raise UserError(
+                    f"settings file {origin[group]}: setting group {group!r} names unknown setting(s) {shown(missing)}"
+                )
 
     def resolve_settings(self, spec: str) -> list[Setting]:
         """'a,b' of setting ids or group names -> settings, in order, without repeats."""
@@ -98,7 +136,7 @@ class Catalog:
                 ids = [token]
             else:
                 raise UserError(
-                    f"--settings: unknown setting or group {token!r}; settings: {sorted(self.settings)}, "
+                    f"--settings: unknown setting or group {shown(token)}; settings: {sorted(self.settings)}, "
                     f"groups: {sorted(self.groups)}"
                 )
             out.update({i: self.settings[i] for i in ids})
