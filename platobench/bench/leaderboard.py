@@ -12,12 +12,17 @@ row carries its verdict against the board's strongest baseline and each table en
 whether any real model beats the baselines beyond the confidence intervals (platobench/bench/baselines.py).
 
 Values reported by papers (paper_values.yaml) are listed in a separate, labelled table, never in measured rows.
+
+Record text is untrusted (platobench/bench/safe_text.py): the Markdown escapes it, the CSV neutralises
+spreadsheet formulas. A build is written into a staging folder and swapped in whole, so a failed build
+leaves the previous one untouched; the swap replaces OUT, so OUT must be new, empty or an earlier build.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import io
 import json
 import math
 import sys
@@ -25,11 +30,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from platobench.bench.baselines import board_sentence, is_baseline, verdicts
-from platobench.bench.results import ResultRecord, load_records
+from platobench.bench.leaderboard_folder import MARKER, MARKER_TEXT, check_out_dir, staged_build, write_file
+from platobench.bench.results import ResultRecord, load_records_checked
+from platobench.bench.safe_text import csv_cell, md_text, one_line
 from platobench.errors import UserError
+from platobench.files.ids import shown
+from platobench.files.yaml_safe import read_yaml
 
 PAPER_VALUES = Path(__file__).with_name("paper_values.yaml")
 MISSING = "missing"
@@ -189,8 +196,8 @@ def fmt_layers(r: ResultRecord) -> str:
 
 
 def model_cell(name: str) -> str:
-    """A model name as the Markdown tables show it: baselines tagged "(baseline)"."""
-    return f"{name} (baseline)" if is_baseline(name) else name
+    """A model name as the Markdown tables show it (escaped): baselines tagged "(baseline)"."""
+    return f"{md_text(name)} (baseline)" if is_baseline(name) else md_text(name)
 
 
 def fmt_params(value: float | None) -> str:
@@ -200,8 +207,9 @@ def fmt_params(value: float | None) -> str:
 
 
 def csv_row(rank: int | None, r: ResultRecord, verdict: str = "") -> dict[str, Any]:
-    """One CSV row; `verdict` is the record's verdict against its board's strongest baseline."""
-    return {
+    """One CSV row; `verdict` is the record's verdict against its board's strongest baseline. Text
+    cells that a spreadsheet would run as a formula are prefixed with `'` (`csv_cell`)."""
+    row = {
         "setting": r.setting, "dataset": r.dataset.name, "n": r.dataset.n, "dataset_fingerprint": r.dataset.fingerprint,
         "rank": rank if rank is not None else "", "language": r.language.name, "vision": r.vision.name,
         "language_family": family(r.language.name), "vision_family": family(r.vision.name),
@@ -220,41 +228,62 @@ def csv_row(rank: int | None, r: ResultRecord, verdict: str = "") -> dict[str, A
         "schema_version": r.schema_version, "platobench_version": r.platobench_version, "git_sha": r.git_sha or "",
         "created": r.created,
     }
+    return {key: csv_cell(value) for key, value in row.items()}
+
+
+def csv_text(boards: list[Board]) -> str:
+    """leaderboard.csv: one row per record (empty cells where a value is absent), boards in order, best first."""
+    buffer = io.StringIO(newline="")
+    writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS)
+    writer.writeheader()
+    for board in boards:
+        got = board.verdicts
+        writer.writerows(csv_row(row.rank, row.record, got.get(row.record.pair_id, "")) for row in board.rows)
+    return buffer.getvalue()
 
 
 def write_csv(boards: list[Board], path: Path) -> None:
-    """One row per record (empty cells where a value is absent), boards in order, best first."""
-    with open(path, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=CSV_COLUMNS)
-        writer.writeheader()
-        for board in boards:
-            got = board.verdicts
-            writer.writerows(csv_row(row.rank, row.record, got.get(row.record.pair_id, "")) for row in board.rows)
+    """`csv_text` written to `path` as UTF-8."""
+    Path(path).write_text(csv_text(boards), encoding="utf-8", newline="")
+
+
+PAPER_TEXT = ("source", "citation", "language", "vision", "metric")
 
 
 def load_paper_values(path: Path = PAPER_VALUES) -> list[dict[str, Any]]:
     """Values reported by papers (not measured by platobench): a list of mappings with source, citation,
-    language, vision, metric, protocol, value, note."""
-    try:
-        data = yaml.safe_load(Path(path).read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise UserError(f"cannot read paper values {path}: {exc}") from exc
-    return list(data["reported"])
+    language, vision, metric (text), value (a number) and an optional note. UserError naming the file
+    when it has another shape."""
+    data = read_yaml(path, "paper values file")
+    reported = data.get("reported") if isinstance(data, dict) else None
+    if not isinstance(reported, list):
+        raise UserError(f"paper values file {path}: expected a mapping with a list `reported`")
+    for i, entry in enumerate(reported):
+        where = f"paper values file {path}: reported[{i}]"
+        if not isinstance(entry, dict):
+            raise UserError(f"{where} must be a mapping, not {shown(entry)}")
+        for key in PAPER_TEXT:
+            if not isinstance(entry.get(key), str):
+                raise UserError(f"{where}: `{key}` must be text, not {shown(entry.get(key))}")
+        value = entry.get("value")
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise UserError(f"{where}: `value` must be a number, not {shown(value)}")
+    return reported
 
 
 def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
-    def cell(s: str) -> str:
-        return s.replace("|", "\\|")
+    """A Markdown table; every cell must already be Markdown (record text escaped with `md_text`)."""
     return [
         "| " + " | ".join(header) + " |",
         "|" + "|".join("---" for _ in header) + "|",
-        *["| " + " | ".join(cell(c) for c in row) + " |" for row in rows],
+        *["| " + " | ".join(row) + " |" for row in rows],
     ]
 
 
 def readme(boards: list[Board], records: list[ResultRecord], paper: list[dict[str, Any]], plots: dict[str, Any]) -> str:
     """The leaderboard's README.md: per-board ranked tables, per-language summaries, the pair x setting
-    overview, plots, and the separate table of values reported by papers."""
+    overview, plots, and the separate table of values reported by papers. Every text taken from a record,
+    a plot note or a paper value is escaped (`md_text`), so it shows as written and adds no markup."""
     lines = [
         "# platobench leaderboard",
         "",
@@ -267,7 +296,7 @@ def readme(boards: list[Board], records: list[ResultRecord], paper: list[dict[st
         "",
     ]
     for board in boards:
-        lines += [f"## {board.title}", ""]
+        lines += [f"## {md_text(board.title)}", ""]
         got = board.verdicts
         lines += _md_table(
             ["rank", "language model", "vision model", "score", "calibrated", "CI", "p", "layers", "params (L / V)",
@@ -279,7 +308,7 @@ def readme(boards: list[Board], records: list[ResultRecord], paper: list[dict[st
                 f"{fmt_params(r.language.params_m)} / {fmt_params(r.vision.params_m)}", got.get(r.pair_id, ""),
             ] for row in board.rows for r in [row.record]],
         )
-        lines += ["", board.sentence]
+        lines += ["", md_text(board.sentence, brackets=False)]  # its CI "[lo, hi]" stays as written
         vision = board.vision_models
         if len(vision) > 1:
             lines += ["", f"Per language model, mean over the {len(vision)} vision models of this board:", ""]
@@ -295,14 +324,14 @@ def readme(boards: list[Board], records: list[ResultRecord], paper: list[dict[st
     settings, rows = overview(records)
     if len(settings) > 1:
         lines += ["## Overview: every pair under every setting", ""]
-        lines += _md_table(["language model", "vision model", *settings],
+        lines += _md_table(["language model", "vision model", *map(md_text, settings)],
                            [[model_cell(r["language"]), model_cell(r["vision"]), *[fmt(r["scores"][s]) for s in settings]]
                             for r in rows])
         lines.append("")
     if plots.get("files"):
         lines += ["## Plots", ""]
-        lines += [f"- [{Path(p).name}]({p})" for p in plots["files"]]
-        lines += [f"- not plotted: {why}" for why in plots.get("notes", [])]
+        lines += [f"- [{md_text(Path(p).name)}]({md_text(p)})" for p in plots["files"]]
+        lines += [f"- not plotted: {md_text(why)}" for why in plots.get("notes", [])]
         lines.append("")
     lines += [
         "## Reported by papers (not measured here)",
@@ -313,46 +342,59 @@ def readme(boards: list[Board], records: list[ResultRecord], paper: list[dict[st
     ]
     lines += _md_table(
         ["source", "language model", "vision model", "metric", "value", "note"],
-        [[p["source"], p["language"], p["vision"], p["metric"], f"{p['value']:.3f}", p.get("note", "")] for p in paper],
+        [[*(md_text(p[k]) for k in ("source", "language", "vision", "metric")), f"{p['value']:.3f}",
+          md_text(p.get("note", ""))] for p in paper],
     )
     lines += ["", "Citations:", ""]
-    lines += [f"- {c}" for c in dict.fromkeys(p["citation"] for p in paper)]
+    lines += [f"- {md_text(c)}" for c in dict.fromkeys(p["citation"] for p in paper)]
     return "\n".join(lines) + "\n"
 
 
 @dataclass
 class BuildSummary:
+    """What a build wrote; `problems` has one line per result file left out (invalid or duplicated)."""
+
     records: int
     boards: list[str]
     files: list[str]
     notes: list[str]
+    problems: list[str]
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 
 def build_leaderboard(results_dir: Path, out_dir: Path, *, with_plots: bool = True) -> BuildSummary:
-    """Read every record under `results_dir` and write README.md, leaderboard.csv, index.html and (unless
-    `with_plots` is False) plots/*.png under `out_dir`. Raises UserError when there is no record."""
+    """Read every valid record under `results_dir` and replace `out_dir` whole with README.md,
+    leaderboard.csv, index.html, the marker file and (unless `with_plots` is False) plots/*.png; the
+    previous build stays as it was when anything fails. Files that are not valid records are left out
+    and listed in the summary's `problems`. UserError when no valid record remains or `out_dir` may not
+    be replaced (platobench/bench/leaderboard_folder.py); WriteError naming the path when a write fails."""
     from platobench.bench import leaderboard_html, plots
 
-    if not Path(results_dir).is_dir():
+    results_dir, out_dir = Path(results_dir), Path(out_dir)
+    if not results_dir.is_dir():
         raise UserError(f"--results: {results_dir} is not a folder of result records")
-    records = load_records(results_dir)
+    target = check_out_dir(out_dir, results_dir)
+    records, problems = load_records_checked(results_dir)
     if not records:
+        if problems:
+            raise UserError(f"--results: no valid result record under {results_dir}: {len(problems)} problem(s), "
+                            f"e.g. {problems[0]}")
         raise UserError(f"--results: no result records (*.json) under {results_dir}; run `platobench run` first")
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     boards = build_boards(records)
     paper = load_paper_values()
     plotted: dict[str, Any] = {"files": [], "notes": []}
-    if with_plots:
-        plotted = plots.plot_all(boards, out_dir)
-    (out_dir / "README.md").write_text(readme(boards, records, paper, plotted))
-    write_csv(boards, out_dir / "leaderboard.csv")
-    (out_dir / "index.html").write_text(leaderboard_html.render(boards, records, paper, plotted))
+    with staged_build(target) as staging:
+        if with_plots:
+            plotted = plots.plot_all(boards, staging)
+        write_file(staging, out_dir, MARKER, MARKER_TEXT)
+        write_file(staging, out_dir, "README.md", readme(boards, records, paper, plotted))
+        write_file(staging, out_dir, "leaderboard.csv", csv_text(boards))
+        write_file(staging, out_dir, "index.html", leaderboard_html.render(boards, records, paper, plotted))
     files = ["README.md", "leaderboard.csv", "index.html", *plotted["files"]]
-    return BuildSummary(len(records), [b.key for b in boards], [str(out_dir / f) for f in files], plotted["notes"])
+    return BuildSummary(len(records), [b.key for b in boards], [str(out_dir / f) for f in files], plotted["notes"],
+                        problems)
 
 
 def register(subparsers: Any) -> None:
@@ -363,7 +405,9 @@ def register(subparsers: Any) -> None:
             "language means that show missing pairs as missing, a pair x setting overview, values reported "
             "by papers in a separate table), OUT/leaderboard.csv, OUT/index.html (sortable tables and a model-"
             "family filter; opens offline) and OUT/plots/*.png (layer x layer heatmaps per pair, alignment "
-            "against language-model size, LLM versus text JEPA). Example: platobench leaderboard --results results"
+            "against language-model size, LLM versus text JEPA). OUT is replaced whole at the end of a "
+            "build, so it must be new, empty or an earlier build. Result files that are not valid records "
+            "are left out and listed; the exit code is then 1. Example: platobench leaderboard --results results"
         ),
     )
     p.add_argument("--results", type=Path, default=Path("results"), help="folder of result records (default ./results)")
@@ -377,12 +421,16 @@ def _leaderboard(args: argparse.Namespace) -> int:
     summary = build_leaderboard(args.results, args.out, with_plots=not args.no_plots)
     if args.json:
         print(json.dumps(summary.as_dict(), indent=1))
-        return 0
-    print(f"{summary.records} records, {len(summary.boards)} boards -> {args.out}")
-    for f in summary.files[:3]:
-        print(f"  {f}")
-    if len(summary.files) > 3:
-        print(f"  ... and {len(summary.files) - 3} plots under {Path(args.out) / 'plots'}")
-    for note in summary.notes:
-        print(f"  note: {note}", file=sys.stderr)
-    return 0
+    else:
+        print(f"{summary.records} records, {len(summary.boards)} boards -> {args.out}")
+        for f in summary.files[:3]:
+            print(f"  {f}")
+        if len(summary.files) > 3:
+            print(f"  ... and {len(summary.files) - 3} plots under {Path(args.out) / 'plots'}")
+        for note in summary.notes:
+            print(f"  note: {one_line(note)}", file=sys.stderr)
+    if summary.problems:
+        print(f"platobench leaderboard: {len(summary.problems)} result file(s) left out of the board:", file=sys.stderr)
+        for problem in summary.problems:
+            print(f"  {one_line(problem)}", file=sys.stderr)
+    return 1 if summary.problems else 0

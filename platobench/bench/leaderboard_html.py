@@ -130,8 +130,9 @@ def _name_cell(name: str) -> str:
 
 
 def _row(rank: int | None, r: ResultRecord, verdict: str = "") -> dict[str, Any]:
-    """A ranked-table row: display cells (HTML-escaped text), sort keys (numbers or strings; None = missing),
-    the families it belongs to, and whether it is a baseline row."""
+    """A ranked-table row: display cells (HTML-escaped text), sort keys (numbers or strings; None = missing,
+    also for a non-finite number, which JSON cannot hold), the families it belongs to, and whether it is a
+    baseline row."""
     esc = html.escape
     layers = f"{r.layers[0]}, {r.layers[1]}" if r.layers is not None else MISSING
     p = r.null.p_value if r.null is not None else None
@@ -145,8 +146,8 @@ def _row(rank: int | None, r: ResultRecord, verdict: str = "") -> dict[str, Any]
     sort = {
         "rank": rank, "language": r.language.name, "vision": r.vision.name, "score": _num(r.score),
         "calibrated": _num(r.calibrated), "ci": _num(r.ci.lo) if r.ci is not None else None, "p": _num(p),
-        "layers": layers if r.layers is not None else None, "params_language": r.language.params_m,
-        "params_vision": r.vision.params_m, "verdict": verdict or None,
+        "layers": layers if r.layers is not None else None, "params_language": _num(r.language.params_m),
+        "params_vision": _num(r.vision.params_m), "verdict": verdict or None,
     }
     return {
         "language": esc(r.language.name), "vision": esc(r.vision.name), "cells": cells, "sort": sort,

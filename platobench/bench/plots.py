@@ -8,10 +8,14 @@
 - `llm_vs_jepa`: LLMs (kind causal_lm) and text JEPAs (kind text_jepa) side by side, per vision model
   (the comparison of Balestriero & LeCun's JEPA follow-up to PRH).
 Every function writes one PNG and returns why something was left out, so nothing is dropped silently.
+Text from records is drawn as written (`_text`: a `$` in a metric id or kind must not start matplotlib's
+math mode, where it could fail to parse); file names are slugs of the ids, cut to a length every file
+system takes.
 """
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,8 +31,23 @@ if TYPE_CHECKING:
     from platobench.bench.leaderboard import Board
 
 
+MAX_SLUG_BYTES = 120
+
+
 def _slug(text: str) -> str:
-    return "".join(c if c.isalnum() or c in "._-" else "-" for c in text.replace("/", "--"))
+    """`text` as a file name: '/' becomes '--', other characters but letters, digits and `._+-` become '-'
+    (model names contain no '--' or '__', so two pair ids never share a slug).
+    A slug longer than MAX_SLUG_BYTES (UTF-8) is cut and ends in 16 hex digits of the text's SHA-256."""
+    slug = "".join(c if c.isalnum() or c in "._+-" else "-" for c in text.replace("/", "--"))
+    if len(slug.encode()) <= MAX_SLUG_BYTES:
+        return slug
+    head = slug.encode()[: MAX_SLUG_BYTES - 17].decode(errors="ignore")
+    return f"{head}-{hashlib.sha256(text.encode(errors='replace')).hexdigest()[:16]}"
+
+
+def _text(value: object) -> str:
+    """Record text for a label: every `$` escaped, so matplotlib draws it instead of parsing math."""
+    return str(value).replace("$", r"\$")
 
 
 def _save(fig: Figure, path: Path) -> None:
@@ -43,14 +62,14 @@ def heatmap(record: ResultRecord, path: Path) -> None:
     ax = fig.subplots()
     cmap = "viridis" if record.metric.higher_is_better else "viridis_r"
     im = ax.imshow(grid, origin="lower", aspect="auto", cmap=cmap, interpolation="nearest")
-    fig.colorbar(im, ax=ax, label=record.metric.id)
+    fig.colorbar(im, ax=ax, label=_text(record.metric.id))
     if record.layers is not None:
         ax.plot(record.layers[1], record.layers[0], marker="*", color="red", markersize=12, linestyle="none",
-                label=f"{record.metric.selection}: {record.score:.3f}")
+                label=_text(f"{record.metric.selection}: {record.score:.3f}"))
         ax.legend(loc="upper left", fontsize=7, framealpha=0.8)
-    ax.set_xlabel(f"{record.vision.name} layer")
-    ax.set_ylabel(f"{record.language.name} layer")
-    ax.set_title(f"{record.setting} (n={record.dataset.n})", fontsize=9)
+    ax.set_xlabel(_text(f"{record.vision.name} layer"))
+    ax.set_ylabel(_text(f"{record.language.name} layer"))
+    ax.set_title(_text(f"{record.setting} (n={record.dataset.n})"), fontsize=9)
     _save(fig, path)
 
 
@@ -83,23 +102,24 @@ def size_plot(records: list[ResultRecord], path: Path) -> tuple[bool, list[str]]
                     linestyle="--" if is_baseline(vision) else "-")
         for _, kind, x, y, name in mine:
             ax.plot(x, y, marker=KIND_MARKERS.get(kind, "D"), color=colour, markersize=8 if kind == "text_jepa" else 6)
-            ax.annotate(name.split("/", 1)[1], (x, y), fontsize=6, xytext=(3, 3), textcoords="offset points")
+            ax.annotate(_text(name.split("/", 1)[-1]), (x, y), fontsize=6, xytext=(3, 3), textcoords="offset points")
     for r in flat:
         colour = colours.get(r.vision.name, "grey")
         ax.axhline(r.score, color=colour, linestyle=":", linewidth=1.2)
-        ax.annotate(f"{r.language.name} (baseline)", (0.01, r.score), xycoords=("axes fraction", "data"),
+        ax.annotate(_text(f"{r.language.name} (baseline)"), (0.01, r.score), xycoords=("axes fraction", "data"),
                     fontsize=6, color=colour, xytext=(0, 2), textcoords="offset points")
-    handles = [Line2D([], [], color=c, label=v, linestyle="--" if is_baseline(v) else "-") for v, c in colours.items()]
+    handles = [Line2D([], [], color=c, label=_text(v), linestyle="--" if is_baseline(v) else "-")
+               for v, c in colours.items()]
     if flat:
         handles.append(Line2D([], [], color="grey", linestyle=":", label="baseline language model"))
-    handles += [Line2D([], [], color="grey", marker=KIND_MARKERS.get(k, "D"), linestyle="none", label=k)
+    handles += [Line2D([], [], color="grey", marker=KIND_MARKERS.get(k, "D"), linestyle="none", label=_text(k))
                 for k in sorted({p[1] for p in points})]
     ax.legend(handles=handles, fontsize=7, title="vision model / language kind", title_fontsize=7)
     ax.set_xscale("log")
     ax.set_xlabel("language model parameters (millions, log scale)")
     first = records[0]
-    ax.set_ylabel(f"{first.metric.id} ({'higher' if first.metric.higher_is_better else 'lower'} is better)")
-    ax.set_title(f"alignment vs language-model size — {first.setting} (n={first.dataset.n})", fontsize=9)
+    ax.set_ylabel(_text(f"{first.metric.id} ({'higher' if first.metric.higher_is_better else 'lower'} is better)"))
+    ax.set_title(_text(f"alignment vs language-model size — {first.setting} (n={first.dataset.n})"), fontsize=9)
     ax.grid(alpha=0.3)
     _save(fig, path)
     return True, left_out
@@ -126,15 +146,15 @@ def llm_vs_jepa(records: list[ResultRecord], path: Path) -> bool:
         for j, v in enumerate(vision):
             xs = [i + j * bar for i, lang in enumerate(langs) if (lang, v) in scores]
             ys = [scores[(lang, v)] for lang in langs if (lang, v) in scores]
-            ax.bar(xs, ys, width=bar, label=v, color=f"C{j}")
+            ax.bar(xs, ys, width=bar, label=_text(v), color=f"C{j}")
         ax.set_xticks([i + bar * (len(vision) - 1) / 2 for i in range(len(langs))])
-        ax.set_xticklabels([n.split("/", 1)[1] for n in langs], rotation=30, ha="right", fontsize=7)
+        ax.set_xticklabels([_text(n.split("/", 1)[-1]) for n in langs], rotation=30, ha="right", fontsize=7)
         ax.set_title(title, fontsize=9)
         ax.grid(axis="y", alpha=0.3)
-    axes[0].set_ylabel(records[0].metric.id)
-    handles = [Patch(color=f"C{j}", label=v) for j, v in enumerate(vision)]
+    axes[0].set_ylabel(_text(records[0].metric.id))
+    handles = [Patch(color=f"C{j}", label=_text(v)) for j, v in enumerate(vision)]
     fig.legend(handles=handles, loc="outside lower center", ncols=min(3, len(vision)), fontsize=7)
-    fig.suptitle(f"LLM vs text JEPA — {records[0].setting} (n={records[0].dataset.n})", fontsize=9)
+    fig.suptitle(_text(f"LLM vs text JEPA — {records[0].setting} (n={records[0].dataset.n})"), fontsize=9)
     _save(fig, path)
     return True
 

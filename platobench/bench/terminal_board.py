@@ -3,7 +3,8 @@
 Columns: language x vision, score, confidence interval, chance level, permutation-null mean, calibrated
 score, p-value, chosen layers and the baseline verdict (platobench/bench/baselines.py). Rows are sorted
 best first (by the metric's direction); baseline rows are tagged `[baseline]`. `board_rows` gives the
-same numbers as plain dicts for `--json`.
+same numbers as plain dicts for `--json`. Text from records is printed on one line with control
+characters (terminal escape sequences included) replaced by spaces.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 from platobench.bench.baselines import board_sentence, is_baseline, verdicts
 from platobench.bench.results import ResultRecord
+from platobench.bench.safe_text import one_line
 
 COLUMNS = ("pair", "score", "ci", "chance", "null", "calibrated", "p", "layers", "verdict")
 
@@ -71,23 +73,23 @@ def render(records: Iterable[ResultRecord]) -> str:
     for setting, rows in board_rows(records).items():
         first = by_setting[setting][0]
         better = "higher" if first.metric.higher_is_better else "lower"
-        lines.append(
+        lines.append(one_line(
             f"== {setting}: {first.metric.id} on {first.dataset.name} (N={first.dataset.n}, "
             f"{first.metric.preprocess}, {first.metric.selection}; {better} is better)"
-        )
+        ))
         body = []
         for row in rows:
             tag = " [baseline]" if row["baseline"] else ""
             ci = "-" if row["ci"] is None else f"[{row['ci'][0]:.3f}, {row['ci'][1]:.3f}]"
             layers = "-" if row["layers"] is None else f"{row['layers'][0]},{row['layers'][1]}"
             body.append([
-                f"{row['language']} x {row['vision']}{tag}", _num(row["score"], 4), ci, _num(row["chance"]),
+                one_line(f"{row['language']} x {row['vision']}{tag}"), _num(row["score"], 4), ci, _num(row["chance"]),
                 _num(row["null_mean"]), _num(row["calibrated"]), _num(row["p_value"], 4), layers, row["verdict"],
             ])
         lines += _table(COLUMNS, body)
         sentence = board_sentence(by_setting[setting])
         if sentence:
-            lines.append(sentence)
+            lines.append(one_line(sentence))
         n_perm = {r.null.n_perm for r in by_setting[setting] if r.null is not None and r.null.n_perm > 0}
         if n_perm:
             floor = ", ".join(f"{1 / (b + 1):.4f}" for b in sorted(n_perm))
