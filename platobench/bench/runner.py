@@ -17,7 +17,7 @@ from platobench.bench.zeroshot_inputs import zeroshot_inputs
 from platobench.data import get_dataset
 from platobench.encoders.runtime import resolve_device
 from platobench.errors import UserError
-from platobench.features.extract import extract, feature_key
+from platobench.features.extract import extract, feature_key, note_limit
 from platobench.features.store import FeatureEntry, FeatureStore, check_same_samples
 from platobench.zoo import ModelSpec
 
@@ -99,6 +99,7 @@ def job_inputs(setting: Setting, limit: int | None, cache: dict[Any, Any]) -> Jo
                 cache[k] = zeroshot_inputs(setting, limit)
             else:
                 cache[k] = get_dataset(setting.dataset, limit=limit)
+                note_limit(limit, cache[k])
         except Exception as exc:  # noqa: BLE001 -- one unavailable dataset must not stop the others
             cache[k] = exc
     got = cache[k]

@@ -123,16 +123,19 @@ def mock_pass(spec: ModelSpec, dataset: str = DEFAULT_PAIRED, *, caption_index: 
     """Load the encoder and encode the first `samples` samples of paired `dataset` (captions or images)
     twice; UserError listing every problem found (see `check_outputs`)."""
     from platobench.encoders import load_encoder
-    from platobench.features.extract import NonFiniteActivations
+    from platobench.features.extract import EncoderOutputError, NonFiniteActivations, note_limit
 
     t0 = time.perf_counter()
     data = get_dataset(dataset, limit=samples)
+    if len(data) < samples:
+        note_limit(samples, data, "--mock-samples")
+        samples = len(data)
     encoder = load_encoder(spec, device=device)
     try:
         with torch.no_grad():
             first = _encode(encoder, data, samples, caption_index)
             second = _encode(encoder, data, samples, caption_index)
-    except NonFiniteActivations as exc:
+    except (NonFiniteActivations, EncoderOutputError) as exc:
         raise UserError(f"mock pass of {spec.name} failed: {exc}") from None
     worst = check_outputs(spec, encoder, first, second, samples)
     return MockReport(spec.name, samples, list(encoder.layer_ids), list(encoder.widths), worst,

@@ -80,7 +80,7 @@ def _ls(args: argparse.Namespace) -> int:
     for e in entries:
         model = e.key.get("model", "?")
         dataset = e.key.get("dataset", "?")
-        state = e.state if e.state == "complete" else f"{e.rows_done}/{e.n}"
+        state = f"{e.rows_done}/{e.n}" if e.state == "partial" else e.state
         print(
             f"{e.digest[:12]}  {state:8}  {model[:28]:28}  {dataset[:20]:20}  {e.n:>6}  {e.layers:>6}  "
             f"{e.dtype:8}  {e.bytes / 1e6:8.2f}"

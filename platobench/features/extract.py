@@ -12,7 +12,9 @@ is "auto" and the model runs in half precision, fall back to float32 once.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -27,6 +29,7 @@ from platobench.encoders import layer_ids_of, load_encoder, packaged
 from platobench.encoders.runtime import resolve_device, resolve_dtype
 from platobench.errors import UserError
 from platobench.features.store import FeatureEntry, FeatureKey, FeatureStore
+from platobench.files.ids import shown
 
 # Part of every cache key: bump when extraction or a loader's preprocessing changes what is stored.
 # 2: EfficientNet-Lite inputs are (x - 127) / 128, as the weights were trained (was ImageNet mean/std).
@@ -35,6 +38,32 @@ EXTRACTOR_VERSION = "2"
 
 class NonFiniteActivations(RuntimeError):
     """A layer produced NaN/inf (e.g. fp16 overflow in an LLM)."""
+
+
+class EncoderOutputError(UserError):
+    """An encoder returned another number of layers, or other widths, than it declares."""
+
+
+class ExtractOptionError(UserError):
+    """An extraction option (batch size, chunk size, workers) is out of range."""
+
+
+def check_extract_options(*, batch_size: int, chunk_size: int, num_workers: int) -> None:
+    """ExtractOptionError unless batch and chunk sizes are >= 1 and workers >= 0 (0: decode images in the
+    main process)."""
+    if batch_size < 1:
+        raise ExtractOptionError(f"--batch-size must be >= 1, got {batch_size}")
+    if chunk_size < 1:
+        raise ExtractOptionError(f"--chunk-size must be >= 1, got {chunk_size}")
+    if num_workers < 0:
+        raise ExtractOptionError(f"--workers must be >= 0, got {num_workers} (0 decodes images in the main process)")
+
+
+def note_limit(limit: int | None, dataset: Any, option: str = "--limit") -> None:
+    """Say on stderr (one line) when `option` asked for more samples than `dataset` holds."""
+    if limit is not None and limit > len(dataset):
+        print(f"{option} {limit} is more than the {len(dataset)} samples of {dataset.name}: using all {len(dataset)}",
+              file=sys.stderr, flush=True)
 
 
 @dataclass(frozen=True)
@@ -56,6 +85,26 @@ class ExtractReport:
 
 def _is_oom(exc: BaseException) -> bool:
     return isinstance(exc, torch.OutOfMemoryError) or "out of memory" in str(exc).lower()
+
+
+def check_layer_count(model: str, layer_ids: Sequence[int], outputs: Sequence[torch.Tensor]) -> None:
+    """EncoderOutputError unless `encode` returned one tensor per declared layer."""
+    if not isinstance(outputs, (list, tuple)) or not all(isinstance(o, torch.Tensor) for o in outputs):
+        raise EncoderOutputError(f"model {model}: encode returned {type(outputs).__name__}, expected a list of "
+                                 f"{len(layer_ids)} tensors (one [batch, width] tensor per layer)")
+    if len(outputs) != len(layer_ids):
+        raise EncoderOutputError(f"model {model}: encode returned {len(outputs)} tensors for {len(layer_ids)} "
+                                 "layers; it must return one [batch, width] tensor per layer")
+
+
+def check_widths(model: str, layer_ids: Sequence[int], widths: Sequence[int], outputs: Sequence[torch.Tensor],
+                 rows: int) -> None:
+    """EncoderOutputError unless output l has shape [rows, widths[l]]."""
+    for layer, width, out in zip(layer_ids, widths, outputs):
+        if tuple(out.shape) != (rows, width):
+            raise EncoderOutputError(
+                f"model {model}: layer {layer} has shape {tuple(out.shape)}, expected ({rows}, {width})"
+            )
 
 
 def check_finite(model: str, layer_ids: Sequence[int], outputs: Sequence[torch.Tensor]) -> None:
@@ -106,6 +155,7 @@ def encode_texts(encoder: Any, texts: Sequence[str], batch_size: int) -> list[to
 
     def run(batch: list[int]) -> list[torch.Tensor]:
         outs = encoder.encode(encoder.tokenize([texts[i] for i in batch]))
+        check_layer_count(encoder.spec.name, encoder.layer_ids, outs)
         check_finite(encoder.spec.name, encoder.layer_ids, outs)
         return outs
 
@@ -141,6 +191,7 @@ def encode_images(
     for pixels in loader:
         def run(rows: list[int], pixels: torch.Tensor = pixels) -> list[torch.Tensor]:
             outs = encoder.encode(pixels[rows])
+            check_layer_count(encoder.spec.name, encoder.layer_ids, outs)
             check_finite(encoder.spec.name, encoder.layer_ids, outs)
             return outs
 
@@ -152,7 +203,8 @@ def model_revision(spec: Any) -> str:
     """What identifies the weights in the cache key: the pinned revision for hub sources; the asset's
     pinned sha256 for packaged ones; for a local folder, a hash of its config and of the names, sizes and
     modification times of its weight files (retraining into the same folder changes the key); for a
-    baseline, "baseline:<source>@v<N>" (N bumped whenever that baseline's features change)."""
+    baseline, "baseline:<source>@v<N>" (N bumped whenever that baseline's features change); for a
+    "module:function" encoder, "python:<source>@sha256:<hash of its code>"."""
     if spec.source_type == "baseline":
         from platobench.encoders.baselines import revision
 
@@ -172,8 +224,40 @@ def model_revision(spec: Any) -> str:
                 h.update(p.read_bytes())
         return "local:" + h.hexdigest()[:16]
     if spec.source_type == "python":
-        return f"python:{spec.source}@{spec.revision or 'unversioned'}"
+        return f"python:{spec.source}@sha256:{python_source_sha256(spec)[:16]}"
     return spec.revision or "unpinned"
+
+
+def python_source_sha256(spec: Any) -> str:
+    """sha256 (hex) of the code of a "module:function" spec, found without running it: the module's file,
+    or for a package every .py file under it (sorted by relative path; names and contents hashed), so
+    editing the encoder changes its cache key. UserError when the module cannot be found or has no source
+    file (a built-in or frozen module)."""
+    module_name = spec.source.partition(":")[0]
+    try:
+        found = importlib.util.find_spec(module_name)  # imports parent packages only, never the module
+    except (ImportError, ValueError) as exc:
+        raise UserError(f"model {spec.name}: cannot find module {module_name!r} of source {spec.source!r} ({exc})") from exc
+    if found is None:
+        raise UserError(f"model {spec.name}: cannot find module {module_name!r} of source {spec.source!r} "
+                        "(is its folder on the Python path?)")
+    if found.submodule_search_locations:
+        roots = [Path(p) for p in found.submodule_search_locations]
+        files = sorted((f.relative_to(root).as_posix(), f) for root in roots for f in root.rglob("*.py"))
+    elif found.origin and Path(found.origin).is_file():
+        files = [(Path(found.origin).name, Path(found.origin))]
+    else:
+        raise UserError(f"model {spec.name}: module {module_name!r} has no source file to hash ({found.origin}); "
+                        "the cache key of a python encoder is the sha256 of its code")
+    h = hashlib.sha256()
+    for rel, file in files:
+        try:
+            data = file.read_bytes()
+        except OSError as exc:
+            raise UserError(f"model {spec.name}: cannot read {file} to key its features ({exc})") from exc
+        h.update(f"{rel}|{len(data)}\n".encode())
+        h.update(data)
+    return h.hexdigest()
 
 
 def feature_key(
@@ -220,27 +304,35 @@ def extract(
     Text models read `texts` (one per sample; e.g. class prompts) or the dataset's captions selected by
     `prompt` ("caption:<index>"); vision models read the images. A warm cache loads no model at all.
     Returns the entry (lazy per-layer [N, D_l] tensors) and the report `--json` prints."""
+    check_extract_options(batch_size=batch_size, chunk_size=chunk_size, num_workers=num_workers)
     t0 = time.perf_counter()
     state = parallel_state()
     dev = state.device if state is not None and str(device).startswith("cuda") else resolve_device(device)
     if spec.modality == "vision":
         prompt = "image"
     key = feature_key(spec, dataset, prompt=prompt, device=dev, dtype=dtype)
-    entry = store.get(key)
+    entry = _verified(store, key)
     cached = entry is not None
     if entry is None:
         encoder = load_encoder(spec, device=dev, dtype=dtype, home=home)
         if list(encoder.layer_ids) != list(key.layers):
             raise UserError(
-                f"model {spec.name}: loaded model has layers {encoder.layer_ids[:3]}..{encoder.layer_ids[-1]} "
+                f"model {spec.name}: loaded model has layers {shown(list(encoder.layer_ids))} "
                 f"but the zoo entry says num_layers={spec.num_layers}; fix the entry"
+            )
+        if len(encoder.widths) != len(encoder.layer_ids):
+            raise EncoderOutputError(
+                f"model {spec.name}: {len(encoder.widths)} widths declared for {len(encoder.layer_ids)} layers"
             )
         all_texts = _texts_for(dataset, prompt, texts) if spec.modality == "text" else None
 
         def encode_chunk(start: int, stop: int) -> list[torch.Tensor]:
             if all_texts is not None:
-                return encode_texts(encoder, all_texts[start:stop], batch_size)
-            return encode_images(encoder, dataset, range(start, stop), batch_size, num_workers)
+                outs = encode_texts(encoder, all_texts[start:stop], batch_size)
+            else:
+                outs = encode_images(encoder, dataset, range(start, stop), batch_size, num_workers)
+            check_widths(spec.name, encoder.layer_ids, encoder.widths, outs, stop - start)
+            return outs
 
         if state is None:
             entry = _write_entry(store, key, dataset, encoder, encode_chunk, chunk_size, progress)
@@ -253,6 +345,19 @@ def extract(
         seconds=round(time.perf_counter() - t0, 3),
     )
     return entry, report
+
+
+def _verified(store: FeatureStore, key: FeatureKey) -> FeatureEntry | None:
+    """The complete entry of `key` when every layer file matches its manifest's sha256, else None (with
+    one line on stderr when an entry exists but fails, so it is recomputed rather than reused). Costs
+    one read and hash of the entry's files."""
+    entry = store.get(key)
+    problems = entry.verify() if entry is not None else []
+    if problems:
+        print(f"cache entry {key.digest()[:12]} ({key.model} on {key.dataset}) is damaged ({'; '.join(problems)}); "
+              "recomputing it", file=sys.stderr, flush=True)
+        return None
+    return entry
 
 
 def parallel_state() -> Any:

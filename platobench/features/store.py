@@ -3,16 +3,18 @@
 Layout under the root (`$PLATOBENCH_HOME/features` by default)::
 
     <d[:2]>/<d>.lock                    file lock held by the one process writing entry d
+    <d[:2]>/<d>.lock.owner              who holds that lock: pid, host, start time (see `entry_lock`)
     <d[:2]>/<d>/partial/plan.json       what is being written: ids, layer ids, widths, dtype
-    <d[:2]>/<d>/partial/chunk-<start>-<stop>.safetensors   rows [start, stop) of every layer
+    <d[:2]>/<d>/partial/chunk-<start>-<stop>-<sha256>.safetensors   rows [start, stop) of every layer
     <d[:2]>/<d>/layer-<i>.safetensors   layer i (position in `layer_ids`) as one [N, D_i] tensor
     <d[:2]>/<d>/manifest.json           written last: the full key, ids, shapes, dtype, sha256 per file
 
 where d = `FeatureKey.digest()`. Every file is written to a temporary name, fsynced and renamed, so a
 reader sees a file whole or not at all, and an entry is complete exactly when its manifest exists. A run
-killed at any point (kill -9 included) leaves finished chunks that the next writer reuses; the flock is
-released by the kernel. Files are read with `safetensors` (never pickle); a layer's sha256 is checked
-against the manifest every time it is loaded, so a corrupted file is never used.
+killed at any point (kill -9 included) leaves finished chunks that the next writer reuses once their
+bytes match the sha256 in their names (`writer.EntryWriter`); the flock is released by the kernel.
+Files are read with `safetensors` (never pickle); a layer's sha256 is checked against the manifest
+every time it is loaded, so a corrupted file is never used.
 """
 
 from __future__ import annotations
@@ -23,23 +25,21 @@ import os
 import re
 import shutil
 import struct
-import tempfile
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import torch
-from filelock import FileLock, Timeout
 from safetensors.torch import load as st_load
-from safetensors.torch import save as st_save
-from typing_extensions import Self
 
-from platobench import __version__, paths
+from platobench import paths
 from platobench.data.base import ids_hash
 from platobench.errors import UserError
+from platobench.features.entry_lock import EntryLock
+
+if TYPE_CHECKING:
+    from platobench.features.writer import EntryWriter
 
 FORMAT_VERSION = 1
 DTYPES: dict[str, torch.dtype] = {
@@ -47,9 +47,7 @@ DTYPES: dict[str, torch.dtype] = {
     "float16": torch.float16,
     "bfloat16": torch.bfloat16,
 }
-_ST_DTYPES = {"float32": "F32", "float16": "F16", "bfloat16": "BF16"}
-_CHUNK = re.compile(r"^chunk-(\d{9})-(\d{9})\.safetensors$")
-ArrayLike = torch.Tensor | np.ndarray
+CHUNK_NAME = re.compile(r"^chunk-(\d{9})-(\d{9})-([0-9a-f]{64})\.safetensors$")
 
 
 class CorruptEntryError(UserError):
@@ -119,34 +117,12 @@ class FeatureKey:
 # ---------------------------------------------------------------------------------------------- files
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    """Write `data` to `path` through a fsynced temporary file in the same folder and a rename."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
-
-
-def _json_bytes(obj: Any) -> bytes:
+def json_bytes(obj: Any) -> bytes:
+    """`obj` as indented UTF-8 JSON with a trailing newline."""
     return (json.dumps(obj, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
 
 
-def _header(path: Path) -> dict[str, Any] | None:
+def safetensors_header(path: Path) -> dict[str, Any] | None:
     """The safetensors header of `path` when the file is exactly as long as the header says, else None."""
     try:
         size = path.stat().st_size
@@ -158,19 +134,49 @@ def _header(path: Path) -> dict[str, Any] | None:
             if n > size - 8:
                 return None
             header = json.loads(fh.read(n))
-    except (OSError, ValueError):
+        ends = [v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"]
+    except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
         return None
-    ends = [v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"]
-    return header if 8 + n + max(ends, default=0) == size else None
+    return header if all(isinstance(e, int) for e in ends) and 8 + n + max(ends, default=0) == size else None
 
 
-def _sha256(data: bytes) -> str:
+def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _as_tensor(array: ArrayLike, dtype: torch.dtype) -> torch.Tensor:
-    tensor = torch.from_numpy(np.ascontiguousarray(array)) if isinstance(array, np.ndarray) else array
-    return tensor.detach().to(device="cpu", dtype=dtype).contiguous()
+def file_sha256(path: Path) -> str:
+    """sha256 (hex) of a file, read in blocks (never whole into memory)."""
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+def manifest_problem(manifest: Any, digest: str) -> str | None:
+    """What makes `manifest` unusable for entry `digest` (None when its structure is sound): it must be
+    this format and digest, hold n >= 1 ids, one width and one file record per layer id, and name the
+    layer files `layer-<i>.safetensors` of its own folder."""
+    if not isinstance(manifest, dict):
+        return "not a JSON object"
+    if manifest.get("format") != FORMAT_VERSION or manifest.get("digest") != digest:
+        return f"format or digest differs from {FORMAT_VERSION} / {digest[:12]}"
+    try:
+        n, ids, files = manifest["n"], manifest["ids"], manifest["files"]
+        layer_ids, widths = manifest["layer_ids"], manifest["widths"]
+        if not isinstance(manifest["key"], dict) or manifest["dtype"] not in DTYPES:
+            return "key or dtype is invalid"
+    except (KeyError, TypeError):
+        return "a field is missing (n, ids, files, layer_ids, widths, key or dtype)"
+    if not isinstance(n, int) or n < 1 or not isinstance(ids, list) or len(ids) != n:
+        return "n and ids disagree"
+    if not all(isinstance(x, list) for x in (files, layer_ids, widths)) or not (
+        len(files) == len(layer_ids) == len(widths) > 0
+    ):
+        return "files, layer_ids and widths disagree"
+    for i, info in enumerate(files):
+        if not isinstance(info, dict) or info.get("file") != f"layer-{i:03d}.safetensors":
+            return f"file record {i} does not name layer-{i:03d}.safetensors"
+        if not isinstance(info.get("bytes"), int) or not isinstance(info.get("sha256"), str):
+            return f"file record {i} lacks bytes or sha256"
+    return None
 
 
 # ---------------------------------------------------------------------------------------------- reading
@@ -239,7 +245,7 @@ class FeatureEntry:
             data = file.read_bytes()
         except OSError as exc:
             raise CorruptEntryError(f"cache entry {self.digest[:12]}: cannot read {file}: {exc}") from exc
-        if _sha256(data) != info["sha256"]:
+        if sha256_hex(data) != info["sha256"]:
             raise CorruptEntryError(
                 f"cache entry {self.digest[:12]} ({self.key['model']} on {self.key['dataset']}): {file.name} does "
                 "not match its checksum; run `platobench cache verify --remove` and extract again"
@@ -256,7 +262,7 @@ class FeatureEntry:
                 problems.append(f"{info['file']}: missing")
             elif file.stat().st_size != info["bytes"]:
                 problems.append(f"{info['file']}: {file.stat().st_size} bytes, manifest says {info['bytes']}")
-            elif _sha256(file.read_bytes()) != info["sha256"]:
+            elif file_sha256(file) != info["sha256"]:
                 problems.append(f"{info['file']}: sha256 differs from the manifest")
         return problems
 
@@ -278,225 +284,13 @@ def check_same_samples(a: FeatureEntry, b: FeatureEntry) -> None:
     raise SampleMismatchError(f"features of {name_a} and {name_b} are not paired row by row: {detail}")
 
 
-# ---------------------------------------------------------------------------------------------- writing
-
-
-class EntryWriter:
-    """Writes one entry in chunks of rows; holds the entry's file lock until `finalize()` or `close()`.
-
-    Usage::
-
-        with store.writer(key, ids, layer_ids, widths) as w:
-            for start, stop in w.pending(chunk_size=256):
-                w.write_chunk(start, [features_of_layer[start:stop] for each layer])
-            entry = w.finalize()
-    """
-
-    def __init__(
-        self,
-        store: FeatureStore,
-        key: FeatureKey,
-        ids: Sequence[str],
-        layer_ids: Sequence[int],
-        widths: Sequence[int],
-        dtype: str | None = None,
-        *,
-        lock_timeout: float = -1,
-    ) -> None:
-        dtype = dtype or key.stored_dtype
-        if dtype != key.stored_dtype:
-            raise ValueError(f"writer dtype {dtype!r} differs from key.stored_dtype {key.stored_dtype!r}")
-        if not ids:
-            raise ValueError("an entry needs at least one sample")
-        if ids_hash(ids) != key.ids_hash:
-            raise ValueError("the sample ids given to the writer do not match key.ids_hash")
-        if list(layer_ids) != list(key.layers) or len(widths) != len(layer_ids):
-            raise ValueError(
-                f"layer_ids {list(layer_ids)} / widths {list(widths)} do not match key.layers {key.layers}"
-            )
-        self.store, self.key = store, key
-        self.digest = key.digest()
-        self.dir = store.entry_dir(self.digest)
-        self.partial = self.dir / "partial"
-        self.plan = {
-            "format": FORMAT_VERSION,
-            "digest": self.digest,
-            "key": key.as_dict(),
-            "ids": list(ids),
-            "layer_ids": [int(x) for x in layer_ids],
-            "widths": [int(w) for w in widths],
-            "dtype": dtype,
-        }
-        self.n = len(ids)
-        self._torch_dtype = DTYPES[dtype]
-        self.dir.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = FileLock(str(self.dir.parent / f"{self.digest}.lock"))
-        try:
-            self._lock.acquire(timeout=lock_timeout)
-        except Timeout as exc:
-            raise UserError(
-                f"cache entry {self.digest[:12]} is being written by another process (lock {self._lock.lock_file})"
-            ) from exc
-        self._chunks: list[tuple[int, int]] = []
-        try:
-            self.entry: FeatureEntry | None = store.get(key)
-            if self.entry is None:
-                self._prepare()
-        except BaseException:
-            self.close()
-            raise
-
-    # setup ------------------------------------------------------------------------------------------
-    def _prepare(self) -> None:
-        (self.dir / "manifest.json").unlink(missing_ok=True)  # an unusable old entry is rewritten whole
-        for old in self.dir.glob("layer-*.safetensors"):
-            old.unlink()
-        plan_file = self.partial / "plan.json"
-        if plan_file.is_file():
-            try:
-                same = json.loads(plan_file.read_text("utf-8")) == self.plan
-            except ValueError:
-                same = False
-            if not same:
-                shutil.rmtree(self.partial)
-        self.partial.mkdir(parents=True, exist_ok=True)
-        if not plan_file.is_file():
-            _write_atomic(plan_file, _json_bytes(self.plan))
-        self._chunks = self._scan_chunks()
-
-    def _scan_chunks(self) -> list[tuple[int, int]]:
-        """Finished chunks on disk whose header matches the plan; leftovers of a killed write (temp files,
-        anything unreadable or overlapping) are deleted."""
-        found: list[tuple[int, int]] = []
-        for file in sorted(self.partial.iterdir()):
-            match = _CHUNK.match(file.name)
-            if file.name == "plan.json":
-                continue
-            if match is None:
-                file.unlink()
-                continue
-            start, stop = int(match.group(1)), int(match.group(2))
-            header = _header(file)
-            if header is None or not self._chunk_header_ok(header, stop - start) or stop > self.n:
-                file.unlink()
-                continue
-            if any(s < stop and start < e for s, e in found):
-                file.unlink()
-                continue
-            found.append((start, stop))
-        return sorted(found)
-
-    def _chunk_header_ok(self, header: dict[str, Any], rows: int) -> bool:
-        want = _ST_DTYPES[self.plan["dtype"]]
-        for i, width in enumerate(self.plan["widths"]):
-            info = header.get(f"layer.{i}")
-            if info is None or info["dtype"] != want or info["shape"] != [rows, width]:
-                return False
-        return len([k for k in header if k != "__metadata__"]) == len(self.plan["widths"])
-
-    # progress ---------------------------------------------------------------------------------------
-    def done_chunks(self) -> list[tuple[int, int]]:
-        """Finished row ranges [start, stop), sorted (everything when the entry was already complete)."""
-        return [(0, self.n)] if self.entry is not None else list(self._chunks)
-
-    def pending(self, chunk_size: int) -> list[tuple[int, int]]:
-        """Row ranges still to write, each at most `chunk_size` rows, in order."""
-        if chunk_size < 1:
-            raise ValueError("chunk_size must be >= 1")
-        todo, pos = [], 0
-        for start, stop in [*self.done_chunks(), (self.n, self.n)]:
-            while pos < start:
-                todo.append((pos, min(pos + chunk_size, start)))
-                pos = todo[-1][1]
-            pos = max(pos, stop)
-        return todo
-
-    def write_chunk(self, start: int, per_layer_arrays: Sequence[ArrayLike]) -> None:
-        """Store rows [start, start + rows) of every layer (arrays [rows, D_l], any float dtype; cast to the
-        stored dtype). Atomic: after a kill the chunk is either finished or absent."""
-        if self.entry is not None:
-            raise RuntimeError(f"cache entry {self.digest[:12]} is already complete")
-        if len(per_layer_arrays) != len(self.plan["widths"]):
-            raise ValueError(f"expected {len(self.plan['widths'])} layer arrays, got {len(per_layer_arrays)}")
-        tensors = {f"layer.{i}": _as_tensor(a, self._torch_dtype) for i, a in enumerate(per_layer_arrays)}
-        rows = {t.shape[0] for t in tensors.values()}
-        if len(rows) != 1 or any(t.ndim != 2 for t in tensors.values()):
-            raise ValueError("every layer array must be 2-D with the same number of rows")
-        stop = start + rows.pop()
-        if start < 0 or stop > self.n or stop == start:
-            raise ValueError(f"rows [{start}, {stop}) are outside [0, {self.n})")
-        for i, width in enumerate(self.plan["widths"]):
-            if tensors[f"layer.{i}"].shape[1] != width:
-                raise ValueError(
-                    f"layer {self.plan['layer_ids'][i]}: width {tensors[f'layer.{i}'].shape[1]}, expected {width}"
-                )
-        if any(s < stop and start < e for s, e in self._chunks):
-            raise ValueError(f"rows [{start}, {stop}) overlap a finished chunk")
-        _write_atomic(self.partial / f"chunk-{start:09d}-{stop:09d}.safetensors", st_save(tensors))
-        self._chunks = sorted([*self._chunks, (start, stop)])
-
-    def finalize(self) -> FeatureEntry:
-        """Join the chunks into one file per layer, write the manifest (the entry is complete from that
-        moment), drop the chunks and release the lock."""
-        if self.entry is not None:
-            self.close()
-            return self.entry
-        missing = self.pending(self.n or 1)
-        if missing:
-            raise ValueError(f"cache entry {self.digest[:12]}: rows {missing} are not written yet")
-        files = []
-        chunk_files = [self.partial / f"chunk-{s:09d}-{e:09d}.safetensors" for s, e in self._chunks]
-        chunk_data = [st_load(f.read_bytes()) for f in chunk_files]
-        for i in range(len(self.plan["widths"])):
-            data = st_save({"features": torch.cat([c[f"layer.{i}"] for c in chunk_data])})
-            name = f"layer-{i:03d}.safetensors"
-            _write_atomic(self.dir / name, data)
-            files.append(
-                {
-                    "layer": self.plan["layer_ids"][i],
-                    "file": name,
-                    "bytes": len(data),
-                    "sha256": _sha256(data),
-                }
-            )
-        manifest = {
-            "format": FORMAT_VERSION,
-            "digest": self.digest,
-            "key": self.key.as_dict(),
-            "n": self.n,
-            "ids": self.plan["ids"],
-            "ids_hash": self.key.ids_hash,
-            "layer_ids": self.plan["layer_ids"],
-            "widths": self.plan["widths"],
-            "dtype": self.plan["dtype"],
-            "files": files,
-            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "platobench_version": __version__,
-        }
-        _write_atomic(self.dir / "manifest.json", _json_bytes(manifest))
-        shutil.rmtree(self.partial, ignore_errors=True)
-        self.entry = FeatureEntry(self.dir, manifest)
-        self.close()
-        return self.entry
-
-    def close(self) -> None:
-        """Release the lock (finished chunks stay for a later resume)."""
-        if self._lock.is_locked:
-            self._lock.release()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
 # ---------------------------------------------------------------------------------------------- store
 
 
 @dataclass(frozen=True)
 class EntryStatus:
-    """One folder of the store as `cache ls` shows it: `state` is "complete" or "partial"."""
+    """One folder of the store as `cache ls` shows it: `state` is "complete", "partial" or "corrupt" (a
+    manifest that cannot be read or is invalid; key, n, layers and rows_done are then empty/0)."""
 
     digest: str
     state: str
@@ -535,21 +329,29 @@ class FeatureStore:
             return None
         return entry
 
-    def _load(self, digest: str) -> FeatureEntry | None:
-        path = self.entry_dir(digest)
+    def _read_manifest(self, digest: str) -> tuple[dict[str, Any] | None, str | None]:
+        """(manifest, None) when entry `digest` has a structurally sound manifest, else (None, why)."""
         try:
-            manifest = json.loads((path / "manifest.json").read_text("utf-8"))
+            manifest = json.loads((self.entry_dir(digest) / "manifest.json").read_text("utf-8"))
+        except FileNotFoundError:
+            return None, "incomplete: no manifest (an interrupted extraction; rerun it to resume)"
         except (OSError, ValueError):
-            return None
-        try:
-            consistent = len(manifest["files"]) == len(manifest["widths"]) == len(manifest["layer_ids"])
-        except (KeyError, TypeError):
-            return None
-        if not consistent or manifest.get("format") != FORMAT_VERSION or manifest.get("digest") != digest:
+            return None, "manifest.json is unreadable"
+        problem = manifest_problem(manifest, digest)
+        return (manifest, None) if problem is None else (None, f"manifest.json is invalid: {problem}")
+
+    def _load(self, digest: str) -> FeatureEntry | None:
+        """The entry when its manifest is sound and every layer file has the recorded size and a
+        safetensors header of shape [n, width] (cheap: no checksum), else None."""
+        path = self.entry_dir(digest)
+        manifest, _ = self._read_manifest(digest)
+        if manifest is None:
             return None
         for info, width in zip(manifest["files"], manifest["widths"]):
-            header = _header(path / info["file"])
-            if header is None or header.get("features", {}).get("shape") != [manifest["n"], width]:
+            header = safetensors_header(path / info["file"])
+            if header is None or not isinstance(header.get("features"), dict):
+                return None
+            if header["features"].get("shape") != [manifest["n"], width]:
                 return None
             if (path / info["file"]).stat().st_size != info["bytes"]:
                 return None
@@ -566,6 +368,8 @@ class FeatureStore:
         lock_timeout: float = -1,
     ) -> EntryWriter:
         """A writer for `key` (blocks until no other process writes it; `lock_timeout` seconds, -1 = wait)."""
+        from platobench.features.writer import EntryWriter  # the writer module builds on this one
+
         return EntryWriter(self, key, ids, layer_ids, widths, dtype, lock_timeout=lock_timeout)
 
     # maintenance -----------------------------------------------------------------------------------
@@ -579,42 +383,27 @@ class FeatureStore:
                 )
 
     def entries(self) -> list[EntryStatus]:
-        """Every complete or partial entry folder (a folder with neither manifest nor plan is skipped)."""
+        """Every complete, corrupt (unusable manifest) or partial entry folder; a folder with neither a
+        manifest nor a readable plan is skipped."""
         out = []
         for d in self._dirs():
             size = sum(f.stat().st_size for f in d.rglob("*") if f.is_file())
-            try:
-                m = json.loads((d / "manifest.json").read_text("utf-8"))
-                out.append(
-                    EntryStatus(
-                        d.name, "complete", d, m["key"], m["n"], len(m["layer_ids"]), m["dtype"], size, m["n"]
-                    )
-                )
+            if (d / "manifest.json").exists():
+                m, _ = self._read_manifest(d.name)
+                if m is None:
+                    out.append(EntryStatus(d.name, "corrupt", d, {}, 0, 0, "?", size, 0))
+                else:
+                    out.append(EntryStatus(d.name, "complete", d, m["key"], m["n"], len(m["layer_ids"]),
+                                           m["dtype"], size, m["n"]))
                 continue
-            except (OSError, ValueError, KeyError):
-                pass
             try:
                 plan = json.loads((d / "partial" / "plan.json").read_text("utf-8"))
-            except (OSError, ValueError):
+                key, n, layers, dtype = dict(plan["key"]), len(plan["ids"]), len(plan["layer_ids"]), plan["dtype"]
+            except (OSError, ValueError, KeyError, TypeError):
                 continue
-            done = sum(
-                int(m.group(2)) - int(m.group(1))
-                for m in map(_CHUNK.match, (f.name for f in (d / "partial").iterdir()))
-                if m
-            )
-            out.append(
-                EntryStatus(
-                    d.name,
-                    "partial",
-                    d,
-                    plan.get("key", {}),
-                    len(plan["ids"]),
-                    len(plan["layer_ids"]),
-                    plan["dtype"],
-                    size,
-                    done,
-                )
-            )
+            names = (f.name for f in (d / "partial").iterdir())
+            done = sum(int(m.group(2)) - int(m.group(1)) for m in map(CHUNK_NAME.match, names) if m)
+            out.append(EntryStatus(d.name, "partial", d, key, n, layers, str(dtype), size, done))
         return out
 
     def resolve(self, prefix: str) -> str:
@@ -629,29 +418,25 @@ class FeatureStore:
 
     def verify(self, digest: str) -> list[str]:
         """Problems of entry `digest` after reading every file ([] when sound)."""
-        path = self.entry_dir(digest)
-        if not (path / "manifest.json").is_file():
-            return ["incomplete: no manifest (an interrupted extraction; rerun it to resume)"]
-        entry = self._load(digest)
-        if entry is None:
-            try:
-                m = json.loads((path / "manifest.json").read_text("utf-8"))
-                return FeatureEntry(path, m).verify() or ["manifest does not match the files (truncated?)"]
-            except (ValueError, KeyError, TypeError):
-                return ["manifest.json is unreadable"]
-        return entry.verify()
+        manifest, why = self._read_manifest(digest)
+        if manifest is None:
+            return [str(why)]
+        problems = FeatureEntry(self.entry_dir(digest), manifest).verify()
+        if not problems and self._load(digest) is None:
+            problems = ["manifest does not match the files (truncated?)"]
+        return problems
 
     def remove(self, digest: str, *, lock_timeout: float = -1) -> None:
         """Delete entry `digest` (waits for its writer's lock; the folder is renamed away first, so a
         reader never sees half of it). The lock file stays: unlinking a lock others may wait on would
         let two writers hold "the" lock at once."""
         path = self.entry_dir(digest)
-        lock = FileLock(str(path.parent / f"{digest}.lock"))
+        lock = EntryLock(path.parent, digest)
+        lock.acquire(lock_timeout)
         try:
-            with lock.acquire(timeout=lock_timeout):
-                if path.exists():
-                    trash = path.parent / f".{digest}.removing-{os.getpid()}"
-                    os.replace(path, trash)
-                    shutil.rmtree(trash)
-        except Timeout as exc:
-            raise UserError(f"cache entry {digest[:12]} is being written by another process") from exc
+            if path.exists():
+                trash = path.parent / f".{digest}.removing-{os.getpid()}"
+                os.replace(path, trash)
+                shutil.rmtree(trash)
+        finally:
+            lock.release()
