@@ -248,10 +248,11 @@ def test_unknown_backend():
         score("mutual_knn", HAND_X, HAND_Y, k=2, backend="annoy")
 
 
-def test_overflowing_features_raise():
-    x = torch.full((5, 2), 1e30)
+def test_overflowing_features_raise_in_knn_sets_and_are_rescaled_by_score():
+    x = torch.tensor([[1.0, 2.0], [3.0, -1.0], [0.5, 0.5], [-2.0, 1.0], [1.0, -3.0]])
     with pytest.raises(UserError, match="overflow"):
-        score("mutual_knn", x, HAND_Y, k=2)
+        knn_sets(x * 1e30, 2)
+    assert score("mutual_knn", x * 2.0**100, HAND_Y, k=2) == score("mutual_knn", x, HAND_Y, k=2)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")

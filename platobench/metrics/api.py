@@ -1,9 +1,22 @@
 """Public metric API: `score` (one pair of feature matrices) and `layer_grid` (all layer pairs).
 
-Contracts (design notes): X [N, Dx], Y [N, Dy], row i of X and Y is the same sample. `layer_grid`
-entry (i, j) equals `score(metric, Xs[i], Ys[j])` to 1e-6; per-layer work is done once per layer and
-layers are combined with batched products. Peak memory: one layer's features at a time plus the
-per-layer summaries.
+Contracts: X [N, Dx], Y [N, Dy], row i of X and Y is the same sample. `layer_grid` entry (i, j)
+equals `score(metric, Xs[i], Ys[j])` to 1e-6; per-layer work is done once per layer and layers are
+combined with batched products. Peak memory: one layer's features at a time plus the per-layer
+summaries.
+
+Degenerate input is refused, for every metric: a layer whose N rows are all identical, as given or
+after the preprocessing (e.g. all-zero rows, or rows that are positive multiples of one vector under
+l2), raises `DegenerateFeaturesError` naming the side and the layer; no metric is defined on it (the
+kNN family would rank every sample by index and report perfect or chance alignment, CKA and the
+rotation residuals divide by zero). A grid cell that is undefined for another reason (cknna when a
+layer's unbiased self-HSIC is <= 0) raises `UndefinedScoreError`. Both are `UserError`s. Every finite
+score lies in the metric's `Metric.range` (None: unbounded, cknna only).
+
+Scale: every registered metric is invariant to isotropic scaling, and each one brings a layer to
+max |x| in [0.5, 1) by a power of two before any product (`validation.pow2_unit`): exact in binary
+floating point, so normal inputs score bit-identically, while 1e-30 float32 or 1e300 float64 features
+no longer underflow (every kNN distance tied) or overflow.
 """
 
 from __future__ import annotations
@@ -18,12 +31,12 @@ import torch
 from platobench.errors import UserError
 from platobench.metrics.preprocess import PREPROCESS_MODES, LayerStack, prepared_layers
 from platobench.metrics.registry import Metric, get_metric
-from platobench.metrics.validation import as_features, check_pair
+from platobench.metrics.validation import DegenerateFeaturesError, UndefinedScoreError, check_pair
 
 LayersLike = "Sequence[torch.Tensor | np.ndarray] | torch.Tensor | np.ndarray"
 
 
-def _as_stack(xs: Any, name: str) -> LayerStack:
+def _as_stack(xs: Any, name: str, label: str | None = None) -> LayerStack:
     """Accept a [L, N, D] tensor/array or a sequence of [N, D_l] layers (widths may differ)."""
     if isinstance(xs, (torch.Tensor, np.ndarray)):
         if xs.ndim != 3:
@@ -33,7 +46,7 @@ def _as_stack(xs: Any, name: str) -> LayerStack:
         raise UserError(f"{name} must be a list of [N, D_l] layers or a [L, N, D] tensor, got {type(xs).__name__}")
     if len(xs) == 0:
         raise UserError(f"{name} has no layers; expected at least one [N, D] layer")
-    return LayerStack(xs, name)
+    return LayerStack(xs, name, label)
 
 
 def _check_preprocess(preprocess: str) -> None:
@@ -42,8 +55,9 @@ def _check_preprocess(preprocess: str) -> None:
 
 
 def score(metric: str, X: Any, Y: Any, *, preprocess: str = "none", **params: Any) -> float:
-    """Score one pair of feature matrices X [N, Dx], Y [N, Dy] with the metric `metric`."""
-    grid = layer_grid(metric, [as_features(X, "X")], [as_features(Y, "Y")], preprocess=preprocess, **params)
+    """Score one pair of feature matrices X [N, Dx], Y [N, Dy] with the metric `metric` (a float in the
+    metric's range; DegenerateFeaturesError / UndefinedScoreError as in the module docstring)."""
+    grid = summarize_layers(metric, [X], [Y], preprocess=preprocess, labels=("X", "Y"), **params).grid()
     return float(grid[0, 0])
 
 
@@ -61,6 +75,7 @@ class LayerSummaries:
     n: int
     x: list[Any]
     y: list[Any]
+    labels: tuple[str, str] = ("Xs[{i}]", "Ys[{i}]")
 
     def grid(self, perm: Any = None) -> torch.Tensor:
         """Scores of every layer pair, float64 [Lx, Ly]; with `perm`, the pairing of Y is permuted."""
@@ -75,11 +90,33 @@ class LayerSummaries:
             raise AssertionError(
                 f"metric {self.metric.id} returned grid {tuple(grid.shape)}, expected {(len(self.x), len(sy))}"
             )
-        if not torch.isfinite(grid).all():
-            raise FloatingPointError(
-                f"metric {self.metric.id} produced non-finite scores; inputs may be degenerate (constant features)"
+        bad = (~torch.isfinite(grid)).nonzero()
+        if len(bad):
+            i, j = (int(v) for v in bad[0])
+            raise UndefinedScoreError(
+                f"metric {self.metric.id} is undefined for {len(bad)} layer pair(s), first "
+                f"({self.labels[0].replace('{i}', str(i))}, {self.labels[1].replace('{i}', str(j))}): "
+                "its normaliser is zero or negative on these features (cknna: a layer's self-HSIC <= 0)"
             )
         return grid.to(torch.float64)
+
+
+#: Rows that differ by at most this many float epsilons of the layer's largest |value| count as identical:
+#: float rounding, e.g. of l2-normalised rows that are positive multiples of one vector.
+IDENTICAL_ULPS = 4
+
+
+def check_varies(layer: torch.Tensor, label: str, preprocess: str = "none") -> None:
+    """Refuse a prepared layer [N, D] whose N rows are all identical up to rounding (every |x_ij - x_0j|
+    <= IDENTICAL_ULPS eps max|x|, eps of its dtype): DegenerateFeaturesError naming the layer."""
+    spread = float((layer - layer[0]).abs().amax())
+    if spread <= IDENTICAL_ULPS * torch.finfo(layer.dtype).eps * float(layer.abs().amax()):
+        after = "" if preprocess == "none" else f" after preprocess {preprocess!r}"
+        raise DegenerateFeaturesError(
+            f"{label} is degenerate: all {layer.shape[0]} rows are identical{after} (constant across samples, "
+            "up to rounding), so no alignment score is defined on it; drop the layer "
+            "(`platobench run` excludes constant layers)"
+        )
 
 
 def _summaries(
@@ -88,7 +125,8 @@ def _summaries(
     out = []
     for i, layer in zip(indices or range(len(stack)), prepared_layers(stack, preprocess, indices)):
         if layer.shape[0] != n:
-            raise UserError(f"{stack.name}[{i}] has {layer.shape[0]} samples, expected N={n} like the other layers")
+            raise UserError(f"{stack.label(i)} has {layer.shape[0]} samples, expected N={n} like the other layers")
+        check_varies(layer, stack.label(i), preprocess)
         out.append(summarize(layer, params))
     return out
 
@@ -101,6 +139,7 @@ def summarize_layers(
     preprocess: str = "none",
     x_layers: Sequence[int] | None = None,
     y_layers: Sequence[int] | None = None,
+    labels: tuple[str, str] = ("Xs[{i}]", "Ys[{i}]"),
     **params: Any,
 ) -> LayerSummaries:
     """Validate the inputs and compute every layer's summary, one layer at a time (streaming).
@@ -109,22 +148,24 @@ def summarize_layers(
     one layer at a time) or a [L, N, D] tensor. `preprocess` applies to each model's whole stack.
     x_layers / y_layers: summarise only these layer positions (the stack-level preprocessing statistics
     still use every layer), e.g. to rescore one fixed layer pair.
+    labels: how errors name layer i of each side, "{i}" standing for the index.
     Peak memory: one layer's features (plus what the preprocess mode keeps) and the summaries.
     """
     m = get_metric(metric)
     p = m.resolve_params(params)
     _check_preprocess(preprocess)
-    xs, ys = _as_stack(Xs, "Xs"), _as_stack(Ys, "Ys")
+    xs, ys = _as_stack(Xs, "Xs", labels[0]), _as_stack(Ys, "Ys", labels[1])
     n = xs.n_samples()
     if ys.n_samples() != n:
-        raise UserError(f"Xs has {n} samples but Ys has {ys.n_samples()}; rows must be paired samples")
+        raise UserError(f"{xs.label(0)} has {n} samples but {ys.label(0)} has {ys.n_samples()}; "
+                        "rows must be paired samples")
     if n < 2:
-        raise UserError(f"Xs and Ys need at least 2 samples, got {n}")
+        raise UserError(f"{xs.label(0)} and {ys.label(0)} need at least 2 samples, got {n}")
     if m.validate is not None:
         m.validate(n, p)
     sx = _summaries(m.summarize_x, xs, preprocess, n, p, x_layers)
     sy = _summaries(m.summarize_y or m.summarize_x, ys, preprocess, n, p, y_layers)
-    return LayerSummaries(m, p, n, sx, sy)
+    return LayerSummaries(m, p, n, sx, sy, labels)
 
 
 def layer_grid(metric: str, Xs: Any, Ys: Any, *, preprocess: str = "none", **params: Any) -> torch.Tensor:
@@ -138,4 +179,4 @@ def layer_grid(metric: str, Xs: Any, Ys: Any, *, preprocess: str = "none", **par
     return summarize_layers(metric, Xs, Ys, preprocess=preprocess, **params).grid()
 
 
-__all__ = ["LayerSummaries", "check_pair", "layer_grid", "score", "summarize_layers"]
+__all__ = ["LayerSummaries", "check_pair", "check_varies", "layer_grid", "score", "summarize_layers"]

@@ -24,17 +24,18 @@ import torch
 from platobench.errors import UserError
 from platobench.metrics.procrustes import nuclear_norms, row_space
 from platobench.metrics.registry import Metric, register
-from platobench.metrics.validation import check_fraction, check_int
+from platobench.metrics.validation import DegenerateFeaturesError, check_fraction, check_int, pow2_unit
 
 _PAIR_BLOCK = 1 << 25  # float64 entries of the batched k x k products held at once
 
 
 def svd_directions(x: torch.Tensor, variance: float, dim: int | None) -> torch.Tensor:
-    """Orthonormal basis U_k [N, k] of the top-k singular directions of the column-centred x."""
-    x = x.to(torch.float64)
+    """Orthonormal basis U_k [N, k] of the top-k singular directions of the column-centred x (first
+    brought to max |x| in [0.5, 1) by a power of two, `pow2_unit`: exact, so no Gram overflow)."""
+    x = pow2_unit(x).to(torch.float64)
     x = x - x.mean(dim=0, keepdim=True)
     if not x.abs().max() > 0:
-        raise UserError("svcca: a layer is constant across samples; expected varying features")
+        raise DegenerateFeaturesError("svcca: a layer is constant across samples; expected varying features")
     u, s, _ = row_space(x)
     s2 = s**2
     total = s2.sum()

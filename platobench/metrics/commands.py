@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import load_file
 
 from platobench.errors import UserError
+from platobench.files.ids import shown
 from platobench.metrics import get_metric, list_metrics
 from platobench.metrics.api import summarize_layers
 from platobench.metrics.preprocess import PREPROCESS_MODES
@@ -28,7 +31,8 @@ def register(subparsers: Any) -> None:
         description=(
             "Score the layer grid of two feature sets. Inputs are either two models' cached features on a dataset "
             "(--x-model/--y-model with --dataset; extracted first if missing) or two files (--x/--y): .npy [N, D] or "
-            "[L, N, D], or .safetensors with one tensor per layer. Prints the selected score and its layers."
+            "[L, N, D], or .safetensors with one tensor per layer, keys ending in the layer index (layer.0, layer.1, ...; "
+            "read in numeric order). Prints the selected score and its layers (positions in that order)."
         ),
     )
     s.add_argument("--metric", required=True, help="metric id (see `platobench metrics`)")
@@ -78,20 +82,87 @@ def _params(pairs: list[str]) -> dict[str, Any]:
     return out
 
 
-def load_feature_file(path: Path) -> list[torch.Tensor]:
-    """A features file as a list of [N, D_l] layers (.npy [N, D] / [L, N, D]; .safetensors, layers in key order)."""
-    if not path.is_file():
-        raise UserError(f"features file {path} does not exist")
-    if path.suffix == ".npy":
+#: A safetensors key: anything, then the layer index, e.g. "layer.10", "layers.3", "h.2", "10".
+_LAYER_KEY = re.compile(r"^(.*?)(\d+)$")
+
+
+def layer_keys_in_order(keys: list[str], where: str) -> list[str]:
+    """Tensor keys of a safetensors features file ordered by their layer index (the integer that ends
+    each key). Every key must end in an index and share one prefix, and no index may repeat; a file
+    with a single tensor may name it freely. Otherwise UserError naming `where` and the keys."""
+    if len(keys) <= 1:
+        return list(keys)
+    unparsed = [k for k in keys if not _LAYER_KEY.match(k)]
+    if unparsed:
+        raise UserError(f"{where}: tensor key(s) {shown(unparsed)} do not end in a layer index; expected keys "
+                        "like 'layer.0', 'layer.1', ... (one pattern, the index last)")
+    by_index: dict[int, str] = {}
+    prefixes: dict[str, str] = {}
+    for key in keys:
+        prefix, index = _LAYER_KEY.match(key).groups()  # type: ignore[union-attr]
+        prefixes.setdefault(prefix, key)
+        if int(index) in by_index:
+            raise UserError(f"{where}: keys {by_index[int(index)]!r} and {key!r} give the same layer index {int(index)}")
+        by_index[int(index)] = key
+    if len(prefixes) > 1:
+        raise UserError(f"{where}: tensor keys follow {len(prefixes)} patterns ({shown(list(prefixes.values()))}); "
+                        "expected one pattern like 'layer.<index>' for every layer")
+    return [by_index[i] for i in sorted(by_index)]
+
+
+def _check_layers(layers: list[np.ndarray | torch.Tensor], path: Path, names: list[str]) -> None:
+    """Every layer [N, D_l] non-empty, real-valued and with the same N."""
+    for layer, name in zip(layers, names):
+        kind = layer.dtype.kind if isinstance(layer, np.ndarray) else ("c" if layer.is_complex() else "f")
+        if kind not in "biuf":
+            raise UserError(f"{path}: {name} holds {layer.dtype} values; expected real numbers")
+        if layer.ndim != 2 or 0 in layer.shape:
+            raise UserError(f"{path}: {name} has shape {tuple(layer.shape)}; expected a non-empty [N, D] layer")
+        if layer.shape[0] != layers[0].shape[0]:
+            raise UserError(f"{path}: {name} has {layer.shape[0]} samples but {names[0]} has "
+                            f"{layers[0].shape[0]}; every layer must hold the same samples")
+
+
+def _load_npy(path: Path) -> list[torch.Tensor]:
+    try:
         arr = np.load(path, allow_pickle=False)
-        if arr.ndim == 2:
-            arr = arr[None]
-        if arr.ndim != 3:
-            raise UserError(f"{path}: expected [N, D] or [L, N, D], got shape {arr.shape}")
-        return [torch.from_numpy(np.ascontiguousarray(a)) for a in arr]
-    if path.suffix == ".safetensors":
+    except (ValueError, OSError, EOFError) as exc:  # pickled objects, text, truncated data
+        raise UserError(f"{path}: not a readable .npy array of numbers ({shown(str(exc))})") from None
+    if not isinstance(arr, np.ndarray):  # np.load opened an .npz archive
+        arr.close()
+        raise UserError(f"{path}: is an .npz archive, not a .npy array; save one array [N, D] or [L, N, D]")
+    if arr.ndim not in (2, 3) or 0 in arr.shape:
+        raise UserError(f"{path}: expected a non-empty array [N, D] or [L, N, D], got shape {arr.shape}")
+    layers = list(arr[None] if arr.ndim == 2 else arr)
+    _check_layers(layers, path, [f"layer {i}" for i in range(len(layers))])
+    return [torch.from_numpy(np.ascontiguousarray(a.astype(a.dtype.newbyteorder("="), copy=False))) for a in layers]
+
+
+def _load_safetensors(path: Path) -> list[torch.Tensor]:
+    try:
         tensors = load_file(str(path))
-        return [tensors[k] for k in sorted(tensors)]
+    except (SafetensorError, OSError, ValueError) as exc:
+        raise UserError(f"{path}: not a readable safetensors file ({shown(str(exc))})") from None
+    if not tensors:
+        raise UserError(f"{path}: holds no tensors; expected one [N, D] tensor per layer")
+    keys = layer_keys_in_order(list(tensors), str(path))
+    layers = [tensors[k] for k in keys]
+    _check_layers(layers, path, [repr(k) for k in keys])
+    return layers
+
+
+def load_feature_file(path: Path) -> list[torch.Tensor]:
+    """A features file as a list of [N, D_l] layers: .npy [N, D] or [L, N, D] (no pickled objects), or
+    .safetensors with one tensor per layer, in the order of the index that ends each key ("layer.0",
+    "layer.1", ..., "layer.10"; see `layer_keys_in_order`). Layers are numbered by position in that
+    order. Unreadable or malformed files raise UserError naming the file."""
+    if not path.is_file():
+        raise UserError(f"features file {path} does not exist or is not a file")
+    suffix = path.suffix.lower()
+    if suffix == ".npy":
+        return _load_npy(path)
+    if suffix == ".safetensors":
+        return _load_safetensors(path)
     raise UserError(f"{path}: unsupported features file (use .npy or .safetensors)")
 
 
@@ -116,11 +187,17 @@ def _score(args: argparse.Namespace) -> int:
     params = metric.resolve_params(_params(args.param))
     if args.x_model and args.y_model:
         xs, ys = _cached_layers(args)
+        sources = (args.x_model, args.y_model)
     elif args.x and args.y:
         xs, ys = load_feature_file(args.x), load_feature_file(args.y)
+        sources = (str(args.x), str(args.y))
+        if xs[0].shape[0] != ys[0].shape[0]:
+            raise UserError(f"{args.x} has {xs[0].shape[0]} samples but {args.y} has {ys[0].shape[0]}; "
+                            "row i of both files must be the same sample")
     else:
         raise UserError("give either --x and --y (files) or --x-model, --y-model and --dataset")
-    grid = summarize_layers(metric.id, xs, ys, preprocess=args.preprocess, **params).grid()
+    labels = (f"layer {{i}} of {sources[0]}", f"layer {{i}} of {sources[1]}")
+    grid = summarize_layers(metric.id, xs, ys, preprocess=args.preprocess, labels=labels, **params).grid()
     chosen = select(grid, args.selection, metric.higher_is_better)
     out = {"metric": metric.id, "params": params, "preprocess": args.preprocess, "selection": chosen.to_record(),
            "score": chosen.score, "n": int(xs[0].shape[0])}

@@ -24,7 +24,7 @@ import torch
 
 from platobench.errors import UserError
 from platobench.metrics.registry import Metric, register
-from platobench.metrics.validation import check_choice, check_positive
+from platobench.metrics.validation import DegenerateFeaturesError, check_choice, check_positive, pow2_unit
 
 KERNELS = ("linear", "rbf")
 ESTIMATORS = ("unbiased", "biased")
@@ -67,12 +67,14 @@ def double_centre(k: torch.Tensor) -> torch.Tensor:
 
 
 def _summarize(x: torch.Tensor, p: dict[str, Any]) -> torch.Tensor:
-    """Unit-norm flattened centred Gram matrix of one layer: [N*N] float64."""
-    k = gram(x, p["kernel"], p["sigma_frac"])
+    """Unit-norm flattened centred Gram matrix of one layer: [N*N] float64. The layer is first brought
+    to max |x| in [0.5, 1) by a power of two (`pow2_unit`: exact, CKA is scale-invariant) so that the
+    Gram matrix of float64 features near the range limits neither underflows nor overflows."""
+    k = gram(pow2_unit(x), p["kernel"], p["sigma_frac"])
     c = u_centre(k) if p["estimator"] == "unbiased" else double_centre(k)
     norm = torch.linalg.vector_norm(c)
     if not norm > 0:
-        raise UserError("cka: a layer's centred Gram matrix is zero (constant features); "
+        raise DegenerateFeaturesError("cka: a layer's centred Gram matrix is zero (constant features); "
                         "CKA is undefined, expected features that vary across samples")
     return (c / norm).flatten()
 
@@ -80,7 +82,7 @@ def _summarize(x: torch.Tensor, p: dict[str, Any]) -> torch.Tensor:
 def _combine(sx: list[torch.Tensor], sy: list[torch.Tensor], p: dict[str, Any]) -> torch.Tensor:
     vx = torch.stack(sx)
     parts = [vx @ torch.stack(sy[j:j + _Y_CHUNK]).T for j in range(0, len(sy), _Y_CHUNK)]
-    return torch.cat(parts, dim=1)
+    return torch.cat(parts, dim=1).clamp(-1.0, 1.0)  # a cosine: only rounding can leave [-1, 1]
 
 
 def _permute(summary: torch.Tensor, perm: torch.Tensor) -> torch.Tensor:

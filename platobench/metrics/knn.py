@@ -44,7 +44,7 @@ import torch
 
 from platobench.errors import UserError
 from platobench.metrics.registry import Metric, register
-from platobench.metrics.validation import check_int
+from platobench.metrics.validation import check_int, pow2_unit
 
 BACKENDS = ("torch", "faiss")
 #: Bytes of dense temporaries a chunked step may allocate (kNN similarity rows, indicator blocks).
@@ -346,12 +346,15 @@ def _cknna_hsic(sx: Sequence[KnnSets], sy: Sequence[KnnSets], n: int) -> torch.T
 
 def combine_cknna(sx: Sequence[KnnSets], sy: Sequence[KnnSets], params: dict[str, Any]) -> torch.Tensor:
     """cknna grid: HSIC of every layer pair over sqrt of each layer's self-HSIC (computed per layer
-    with the same code, so a grid entry equals the one-pair score)."""
+    with the same code, so a grid entry equals the one-pair score). NaN where a layer's self-HSIC is
+    <= 0 (the estimator on asymmetric masked kernels is not a norm): the score is undefined there and
+    `LayerSummaries.grid` raises UndefinedScoreError."""
     n, _ = _check_same_n(sx, sy)
     hxy = _cknna_hsic(sx, sy, n)
     hx = torch.stack([_cknna_hsic([s], [s], n)[0, 0] for s in sx])
     hy = torch.stack([_cknna_hsic([s], [s], n)[0, 0] for s in sy])
-    return hxy / torch.sqrt(hx[:, None] * hy[None, :])
+    defined = (hx[:, None] > 0) & (hy[None, :] > 0)  # an unbiased self-HSIC can be <= 0: no normaliser
+    return torch.where(defined, hxy / torch.sqrt(hx[:, None] * hy[None, :]), float("nan"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -373,7 +376,10 @@ def _validate(min_n: int):
 
 
 def _summarize(x: torch.Tensor, params: dict[str, Any]) -> KnnSets:
-    return knn_sets(x, params["k"], backend=params["backend"])
+    """Neighbour lists of x [N, D] brought to max |x| in [0.5, 1) by a power of two first (`pow2_unit`):
+    the neighbours are unchanged, the inner products can neither underflow (tiny features: every
+    sample would tie) nor overflow, and `sim` holds the inner products of the rescaled layer."""
+    return knn_sets(pow2_unit(x), params["k"], backend=params["backend"])
 
 
 def _no_chance(n: int, params: dict[str, Any]) -> None:
@@ -403,6 +409,8 @@ for _metric in (
     _knn_metric("lcs_knn", combine_lcs, symmetric=True,
                 description="longest common subsequence of the ordered kNN lists / k (PRH)"),
     _knn_metric("cknna", combine_cknna, symmetric=False, min_n=4, range=None,
-                description="CKA restricted to mutual k-nearest-neighbour pairs, unbiased HSIC (PRH reference estimator)"),
+                description="CKA restricted to mutual k-nearest-neighbour pairs, unbiased HSIC (PRH reference "
+                "estimator); unbounded: a ratio of HSICs of asymmetric masked kernels, not a cosine, so it can "
+                "leave [-1, 1]; undefined (error) when a layer's self-HSIC is <= 0"),
 ):
     register(_metric)

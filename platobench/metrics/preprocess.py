@@ -38,7 +38,7 @@ import torch
 import torch.nn.functional as F
 
 from platobench.errors import UserError
-from platobench.metrics.validation import as_features
+from platobench.metrics.validation import as_features, pow2_unit
 
 PREPROCESS_MODES = frozenset({"none", "l2", "prh", "prh_exact"})
 PRH_QUANTILE = 0.95
@@ -48,16 +48,22 @@ _QUANTILE_BLOCK = 1 << 24  # values per torch.quantile call (bounds the padded b
 class LayerStack:
     """A read-only view of a model's layers, validated one layer at a time (lazy sequences stay lazy)."""
 
-    def __init__(self, layers: Sequence[Any], name: str) -> None:
+    def __init__(self, layers: Sequence[Any], name: str, label: str | None = None) -> None:
+        """label: how error messages name layer i, "{i}" standing for the index (default "name[{i}]")."""
         self._layers = layers
         self.name = name
+        self._label = label if label is not None else name + "[{i}]"
         self._n: int | None = None
+
+    def label(self, i: int) -> str:
+        """The name of layer i in error messages, e.g. "Xs[3]"."""
+        return self._label.replace("{i}", str(i))
 
     def __len__(self) -> int:
         return len(self._layers)
 
     def __getitem__(self, i: int) -> torch.Tensor:
-        return as_features(self._layers[i], f"{self.name}[{i}]")
+        return as_features(self._layers[i], self.label(i))
 
     def __iter__(self) -> Iterator[torch.Tensor]:
         for i in range(len(self)):
@@ -76,8 +82,10 @@ class LayerStack:
 
 
 def l2_rows(x: torch.Tensor) -> torch.Tensor:
-    """Row-normalise [N, D] to unit Euclidean norm (zero rows stay zero)."""
-    return F.normalize(x, p=2, dim=-1)
+    """Row-normalise [N, D] to unit Euclidean norm (zero rows stay zero). The layer is first brought to
+    max |x| in [0.5, 1) by a power of two (`pow2_unit`, exact), so that the squared norms of tiny or
+    huge rows neither underflow nor overflow; on normal inputs the result is bit-identical."""
+    return F.normalize(pow2_unit(x), p=2, dim=-1)
 
 
 def _top_abs(buf: torch.Tensor | None, values: torch.Tensor, m: int) -> torch.Tensor:
@@ -91,7 +99,7 @@ def _top_abs(buf: torch.Tensor | None, values: torch.Tensor, m: int) -> torch.Te
 def _check_rows(stack: LayerStack, layer: torch.Tensor, i: int) -> None:
     if layer.shape[0] != stack.n_samples():
         raise UserError(
-            f"{stack.name}[{i}] has {layer.shape[0]} samples but {stack.name}[0] has {stack.n_samples()}; "
+            f"{stack.label(i)} has {layer.shape[0]} samples but {stack.label(0)} has {stack.n_samples()}; "
             "every layer of a model must hold the same samples"
         )
 

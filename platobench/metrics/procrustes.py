@@ -34,7 +34,7 @@ import torch
 
 from platobench.errors import UserError
 from platobench.metrics.registry import Metric, register
-from platobench.metrics.validation import as_features, check_int
+from platobench.metrics.validation import DegenerateFeaturesError, as_features, check_int, pow2_unit
 
 _PAIR_BLOCK = 1 << 25  # float64 entries of the batched r x r cross-products held at once
 
@@ -58,7 +58,7 @@ def centre_unit(x: torch.Tensor, name: str = "features") -> torch.Tensor:
     x = x - x.mean(dim=0, keepdim=True)
     norm = torch.linalg.matrix_norm(x)
     if not norm > 0:
-        raise UserError(f"{name} are constant across samples; a rotation residual needs varying features")
+        raise DegenerateFeaturesError(f"{name} are constant across samples; a rotation residual needs varying features")
     return x / norm
 
 
@@ -103,8 +103,9 @@ def _pair_blocks(lx: int, ly: int, r: int) -> list[tuple[int, int]]:
 
 def _summarize_residual(x: torch.Tensor, p: dict[str, Any]) -> torch.Tensor:
     """A [N, min(N, D)] with A A^T = X X^T (X centred, unit norm): X itself when D <= N, else R^T from
-    the QR factorisation X^T = Q R (Q^T Q = I, so R^T R = X X^T)."""
-    xc = centre_unit(x)
+    the QR factorisation X^T = Q R (Q^T Q = I, so R^T R = X X^T). X is first brought to max |x| in
+    [0.5, 1) by a power of two (`pow2_unit`, exact) so that its norm cannot overflow or underflow."""
+    xc = centre_unit(pow2_unit(x))
     if xc.shape[1] <= xc.shape[0]:
         return xc
     return torch.linalg.qr(xc.T).R.T
@@ -153,11 +154,12 @@ def split_halves(n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
 def _summarize_heldout(x: torch.Tensor, p: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
     """(C [n_fit, r], H [n_held, r]): fit-half and unit-norm held-out coordinates in the fit row space."""
     fit, held = split_halves(x.shape[0], p["split_seed"])
-    x = x.to(torch.float64)
+    x = pow2_unit(x).to(torch.float64)  # exact power-of-two rescaling: no overflow of norms and Grams
     mean = x[fit].mean(dim=0, keepdim=True)
     xa, xb = x[fit] - mean, x[held] - mean
     if not torch.linalg.matrix_norm(xa) > 0:
-        raise UserError("rotation_residual_heldout: features are constant on the fit half; expected varying features")
+        raise DegenerateFeaturesError(
+            "rotation_residual_heldout: features are constant on the fit half; expected varying features")
     u, s, v = row_space(xa)
     h = xb @ v
     norm = torch.linalg.matrix_norm(h)
@@ -177,7 +179,7 @@ def _combine_heldout(sx: list, sy: list, p: dict[str, Any]) -> torch.Tensor:
         q = w @ zt
         held = torch.einsum("inr,jns->ijrs", hx[i0:i1], hy)
         rows.append(2.0 - 2.0 * (q * held).sum(dim=(-2, -1)))
-    return torch.cat(rows).clamp_min(0.0)
+    return torch.cat(rows).clamp(0.0, 4.0)  # |tr(Q^T Hx^T Hy)| <= 1: only rounding can leave [0, 4]
 
 
 def _validate_heldout(n: int, p: dict[str, Any]) -> None:

@@ -41,6 +41,10 @@ class Metric:
         metric is asymmetric).
     combine: per-layer summaries of both sides -> [Lx, Ly] float64 tensor.
     validate: optional check of (n, params) that raises UserError (e.g. k < n).
+    range: (lo, hi), the closed interval every finite score lies in (combiners clamp float rounding
+        back into it; the best value is hi for higher-is-better metrics, lo otherwise, see
+        `stats.calibrated_score`); None only when the score is unbounded (cknna), said in `description`.
+        kNN overlaps and SVCCA [0, 1], CKA [-1, 1], rotation_residual [0, 2], held-out residual [0, 4].
     extra: optional hooks. extra["permute"](summary, perm) -> the summary of Y[perm] (row a of Y[perm]
         is row perm[a] of Y) computed from the summary of Y without redoing per-layer work; permutation
         nulls use it through `LayerSummaries.grid(perm=...)` (platobench.metrics.api).

@@ -122,7 +122,7 @@ def calibrated_score(metric: Metric, observed: float, null_mean: float) -> float
 def _restrict(s: LayerSummaries, index: tuple[int, int] | None) -> LayerSummaries:
     if index is None:
         return s
-    return LayerSummaries(s.metric, s.params, s.n, [s.x[index[0]]], [s.y[index[1]]])
+    return LayerSummaries(s.metric, s.params, s.n, [s.x[index[0]]], [s.y[index[1]]], s.labels)
 
 
 def permutation_null(
@@ -166,7 +166,7 @@ def permutation_null(
         else:
             ys = prepared_layers(LayerStack(_Rows(Ys, perm, "Ys"), "Ys"), preprocess, None if fixed is None else [fixed[1]])
             summarize_y = m.summarize_y or m.summarize_x
-            g = LayerSummaries(m, base.params, base.n, base.x, [summarize_y(y, base.params) for y in ys]).grid()
+            g = LayerSummaries(m, base.params, base.n, base.x, [summarize_y(y, base.params) for y in ys], base.labels).grid()
         draws.append(g)
     values = reduce_grids(torch.stack(draws), "best" if fixed is None else (0, 0), m.higher_is_better)
     obs = chosen.score

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -10,12 +11,30 @@ import torch
 from platobench.errors import UserError
 
 
+class DegenerateFeaturesError(UserError):
+    """A layer is degenerate: all its rows (samples) are identical as given or after preprocessing, so
+    no alignment score says anything about it. The message names the side and the layer."""
+
+
+class UndefinedScoreError(UserError):
+    """The metric is mathematically undefined on these inputs (e.g. a normaliser <= 0); the message
+    names the metric and the layer pair."""
+
+
+_INTEGER_DTYPES = frozenset(
+    getattr(torch, name) for name in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+    if hasattr(torch, name)
+)
+
+
 def as_features(x: Any, name: str) -> torch.Tensor:
     """Convert a torch tensor or numpy array to a 2-D float tensor [N, D] (float32, or float64 when
-    given float64), checking shape and finiteness."""
+    given float64; integers and bools become float32), checking shape and finiteness."""
     if isinstance(x, np.ndarray):
         if x.dtype.kind not in "biuf":
             raise UserError(f"{name} must hold real numbers, got numpy dtype {x.dtype}")
+        if not x.dtype.isnative:
+            x = x.astype(x.dtype.newbyteorder("="))
         x = torch.from_numpy(np.ascontiguousarray(x))
     if not isinstance(x, torch.Tensor):
         raise UserError(f"{name} must be a torch.Tensor or numpy.ndarray of shape [N, D], got {type(x).__name__}")
@@ -23,13 +42,30 @@ def as_features(x: Any, name: str) -> torch.Tensor:
         raise UserError(f"{name} must be 2-D [N, D], got shape {tuple(x.shape)}")
     if x.shape[0] == 0 or x.shape[1] == 0:
         raise UserError(f"{name} is empty: shape {tuple(x.shape)}; expected N >= 2 samples and D >= 1 features")
-    if not (x.is_floating_point() or x.dtype in (torch.int32, torch.int64, torch.int16, torch.int8, torch.uint8)):
+    if not (x.is_floating_point() or x.dtype in _INTEGER_DTYPES or x.dtype == torch.bool):
         raise UserError(f"{name} must hold real numbers, got dtype {x.dtype}")
     x = x.to(torch.float64 if x.dtype == torch.float64 else torch.float32)
     if not torch.isfinite(torch.stack(x.aminmax())).all():  # one reduction pass; NaN propagates
         bad = (~torch.isfinite(x)).sum().item()
         raise UserError(f"{name} contains {bad} NaN/inf value(s); expected finite features")
     return x
+
+
+def pow2_unit(x: torch.Tensor) -> torch.Tensor:
+    """x [N, D] times the power of two 2^-e that brings max |x| into [0.5, 1); all-zero or non-finite x
+    is returned as is. Multiplying by a power of two is exact in binary floating point (barring
+    underflow of values far below the maximum), so a scale-invariant metric gives bit-identical scores
+    on normal inputs, while inner products of tiny (1e-30 in float32) or huge (1e300 in float64)
+    features no longer underflow or overflow. The factor is applied in two halves so that each is
+    representable even when x is subnormal."""
+    peak = float(x.abs().amax())
+    if not 0.0 < peak < math.inf:
+        return x
+    e = math.frexp(peak)[1]  # peak = m 2^e, 0.5 <= m < 1
+    if e == 0:
+        return x
+    a = -e // 2
+    return x * 2.0**a * 2.0 ** (-e - a)
 
 
 def check_pair(x: torch.Tensor, y: torch.Tensor, xname: str = "X", yname: str = "Y") -> int:
