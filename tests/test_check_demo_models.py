@@ -34,7 +34,7 @@ def test_check_extracts_demo_models_when_features_are_gone(ran, monkeypatch, cap
     shutil.rmtree(ran / "home" / "features")
     assert main(["check", "--results", str(ran / "results"), "--tol", "1e-6", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["counts"] == {"ok": 1, "moved": 0, "skipped": 0}
+    assert report["counts"] == {"ok": 1, "moved": 0, "invalid": 0, "skipped": 0}
     assert (ran / "home" / "features").is_dir()  # the check extracted the features again
 
 
@@ -67,5 +67,5 @@ def test_check_recomputes_a_zeroshot_record(ran, monkeypatch, capsys):
     capsys.readouterr()
     assert main(["check", "--results", str(results), "--no-extract", "--tol", "1e-9", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["counts"] == {"ok": 1, "moved": 0, "skipped": 0}
+    assert report["counts"] == {"ok": 1, "moved": 0, "invalid": 0, "skipped": 0}
     assert {d["field"] for d in report["records"][0]["diffs"]} >= {"score", "last_layer_score"}

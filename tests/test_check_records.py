@@ -61,7 +61,7 @@ def test_unchanged_records_pass(env, capsys):
     results, _, _ = env
     assert check(results, "--json") == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["counts"] == {"ok": 2, "moved": 0, "skipped": 0}
+    assert report["counts"] == {"ok": 2, "moved": 0, "invalid": 0, "skipped": 0}
     fields = {d["field"].split(" ")[0] for r in report["records"] for d in r["diffs"]}
     assert {"score", "last_layer_score", "calibrated", "null.mean", "ci.lo", "ci.hi"} <= fields
     assert all(d["delta"] <= 1e-9 for r in report["records"] for d in r["diffs"])
@@ -97,7 +97,7 @@ def test_record_without_setting_config_uses_the_catalog(env, capsys):
     edit(files[0], lambda d: d["extra"].pop("setting_config"))
     assert check(results, "--settings-file", settings) == 0
     assert "used the catalog's setting" in capsys.readouterr().err
-    assert check(results) == 0  # the other record is still checked; this one is listed as not recomputed
+    assert check(results) == 1  # an unknown setting fails this record; the other one is still checked
 
 
 def test_changed_samples_are_not_recomputed_but_listed(env, capsys):

@@ -1,14 +1,20 @@
 """`platobench check`: regression checks on metric values (MTEB's results CI: a committed score may not
 move by more than 0.001).
 
-Every record under the results folder whose inputs are available is recomputed with the record's own
-setting (`record.extra["setting_config"]`; records that predate it use the catalog's setting of the same
-id) on the same samples (the dataset is rebuilt with the record's n and must have its fingerprint):
-features come from the cache under the current cache key, or are extracted when the model is available
-offline (a packaged demo model or a local folder). The recomputed score, last-layer score, calibrated
-score, null mean, CI bounds and every cell of the layer grid are compared with the record; a difference
-above `tol` is a failure, printed as a diff table. Records that cannot be recomputed are listed with the
-reason (never skipped silently); with `strict` they count as failures.
+Every record under the results folder whose inputs are available is recomputed with the setting that
+would be run: the catalog's setting of the record's id (the record's `extra["setting_config"]` must equal
+it, description aside), or, for an id the catalog lacks, the record's own `setting_config` of that id. A
+record naming neither is invalid. It is recomputed on the same samples (the dataset is rebuilt with the
+record's n and must have its fingerprint): features come from the cache under the current cache key, or
+are extracted when the model is available offline (a packaged demo model or a local folder).
+
+Every field the leaderboard shows is verified (platobench/bench/check_fields.py): measured values (score,
+last-layer score, chance, calibrated score, null mean/std/p-value, CI bounds and level, grid cells) are
+compared with the recomputation, a difference above `tol` is "moved"; stated metadata (setting, kind,
+metric id/params/preprocessing/selection, model names/revisions/sizes/kinds, dataset, chosen layers, null
+draws and seed) must equal exactly what was run, else the record is "invalid". Both are failures, printed
+as a diff table. Records that cannot be recomputed are listed with the reason (never skipped silently);
+with `strict` they count as failures.
 
 `perturb` (relative noise, e.g. 1e-6) multiplies every feature by (1 + perturb * e), e ~ N(0, 1) seeded:
 the size of the differences between CPUs' float rounding. A committed score that moves by more than the
@@ -28,8 +34,17 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from pydantic import ValidationError
 
-from platobench.bench.results import ResultRecord, load_records
+from platobench.bench.check_fields import (
+    Diff,
+    Mismatch,
+    chosen_layers,
+    compare,
+    mismatches,
+    setting_mismatches,
+)
+from platobench.bench.results import DatasetRef, ResultRecord, load_records
 from platobench.bench.run_command import SCORERS, add_catalog_options
 from platobench.bench.runner import JobInputs, job_inputs
 from platobench.bench.settings import Catalog, Setting
@@ -37,36 +52,20 @@ from platobench.encoders.runtime import resolve_device
 from platobench.errors import UserError
 from platobench.features.extract import extract, feature_key
 from platobench.features.store import FeatureEntry, FeatureStore, check_same_samples
+from platobench.files.ids import shown
 from platobench.zoo import ModelSpec, Zoo, zoo_from_args
 
 OFFLINE_SOURCES = frozenset({"packaged", "local", "baseline"})
-SCORE_FIELDS = ("score", "last_layer_score")
-STAT_FIELDS = ("calibrated", "null.mean", "ci.lo", "ci.hi")
+STATUSES = ("ok", "moved", "invalid", "skipped")
+UNKNOWN_SETTING = "a setting of the catalog (or of a --settings-file) or of the record's setting_config"
 
-
-@dataclass
-class Diff:
-    """One compared value: recorded, recomputed and |difference| (None when one side is absent)."""
-
-    field: str
-    recorded: float | None
-    recomputed: float | None
-    delta: float | None
-    reshaped: bool = False  # the layer grid changed shape: always a move
-
-    def moved(self, tol: float) -> bool:
-        if self.reshaped:
-            return True
-        if self.recorded is None and self.recomputed is None:
-            return False
-        if self.delta is None or math.isnan(self.delta):
-            return True
-        return self.delta > tol
+__all__ = ["Checker", "Diff", "Mismatch", "Outcome", "compare", "diff_table", "record_tolerance", "run_check"]
 
 
 @dataclass
 class Outcome:
-    """The check of one record: status is "ok", "moved" or "skipped" (then `reason` says why)."""
+    """The check of one record: status is "ok", "moved" (a value beyond the tolerance), "invalid" (a stated
+    field is not what would be run: `mismatches`) or "skipped" (not recomputed; `reason` says why)."""
 
     setting: str
     language: str
@@ -74,41 +73,15 @@ class Outcome:
     status: str
     reason: str = ""
     diffs: list[Diff] = field(default_factory=list)
+    mismatches: list[Mismatch] = field(default_factory=list)
     layers: tuple[Any, Any] | None = None  # (recorded, recomputed) chosen layers
     notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         d = dict(self.__dict__)
         d["diffs"] = [dict(x.__dict__) for x in self.diffs]
+        d["mismatches"] = [dict(x.__dict__) for x in self.mismatches]
         return d
-
-
-def _get(record: ResultRecord, path: str) -> float | None:
-    obj: Any = record
-    for part in path.split("."):
-        obj = getattr(obj, part, None) if obj is not None else None
-    return None if obj is None else float(obj)
-
-
-def _diff(name: str, a: float | None, b: float | None) -> Diff:
-    return Diff(name, a, b, None if a is None or b is None else abs(a - b))
-
-
-def compare(old: ResultRecord, new: ResultRecord, *, statistics: bool = True) -> list[Diff]:
-    """Differences between a recorded and a recomputed record: the scores, (with `statistics`) the
-    calibrated score, null mean and CI bounds, and the largest cell difference of the layer grid."""
-    diffs = [_diff(f, _get(old, f), _get(new, f)) for f in SCORE_FIELDS + (STAT_FIELDS if statistics else ())]
-    if old.grid is not None or new.grid is not None:
-        if old.grid is None or new.grid is None or [len(r) for r in old.grid] != [len(r) for r in new.grid]:
-            shape = lambda g: None if g is None else f"{len(g)}x{len(g[0])}"
-            diffs.append(Diff(f"grid shape {shape(old.grid)} -> {shape(new.grid)}", None, None, None, reshaped=True))
-        else:
-            # a cell is null where a layer was excluded as constant; null on one side only is a move
-            cells = [(0.0 if a is None and b is None else math.inf if a is None or b is None else abs(a - b), i, j)
-                     for i, (ra, rb) in enumerate(zip(old.grid, new.grid)) for j, (a, b) in enumerate(zip(ra, rb))]
-            worst, i, j = max(cells, key=lambda c: (math.isnan(c[0]), c[0]))
-            diffs.append(Diff(f"grid[{i}][{j}] (largest cell change)", old.grid[i][j], new.grid[i][j], worst))
-    return diffs
 
 
 class Checker:
@@ -123,16 +96,27 @@ class Checker:
         self._inputs: dict[int | None, dict[Any, Any]] = {}  # per limit: the runner's memo of datasets
         self._entries: dict[tuple[str, str, str], FeatureEntry] = {}
 
-    def setting_of(self, record: ResultRecord) -> tuple[Setting, list[str]]:
-        config = record.extra.get("setting_config")
+    def setting_of(self, record: ResultRecord) -> tuple[Setting | None, list[Mismatch], list[str]]:
+        """(the setting that would be run — None when the record names none —, the record's stated
+        setting fields that differ from it, notes)."""
+        config, own = record.extra.get("setting_config"), None
         if config is not None:
             try:
-                return Setting.model_validate(config), []
-            except ValueError as exc:
-                raise UserError(f"the record's setting_config is not a valid setting: {exc}") from None
-        if record.setting not in self.catalog.settings:
-            raise UserError(f"the record has no setting_config and no setting {record.setting!r} is in the catalog")
-        return self.catalog.settings[record.setting], ["no setting_config in the record: used the catalog's setting"]
+                own = Setting.model_validate(config)
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(str(p) for p in first["loc"])
+                why = f"not a valid setting ({where + ': ' if where else ''}{first['msg']})"
+                return None, [Mismatch("setting_config", shown(config), why)], []
+        catalog = self.catalog.settings.get(record.setting)
+        if catalog is not None:
+            if own is None:
+                return catalog, [], ["no setting_config in the record: used the catalog's setting"]
+            return catalog, setting_mismatches(own, catalog), []
+        if own is not None and own.id == record.setting:
+            return own, [], [f"setting {record.setting!r} is not in the catalog: checked against the record's "
+                             "own setting_config"]
+        return None, [Mismatch("setting", record.setting, own.id if own is not None else UNKNOWN_SETTING)], []
 
     def inputs(self, setting: Setting, record: ResultRecord) -> JobInputs:
         """The runner's inputs of `setting` on the record's samples: built with the record's n, else
@@ -169,8 +153,11 @@ class Checker:
         """Recompute one record: (outcome with its diffs — status is decided by `run_check` —, the
         recomputed record or None when it could not be recomputed)."""
         out = Outcome(record.setting, record.language.name, record.vision.name, status="skipped")
+        setting, out.mismatches, out.notes = self.setting_of(record)
+        if setting is None:
+            out.status = "invalid"
+            return out, None
         try:
-            setting, out.notes = self.setting_of(record)
             if setting.kind not in SCORERS:
                 raise UserError(f"setting kind {setting.kind!r} has no scorer")
             lang, vis = self.zoo.get(record.language.name), self.zoo.get(record.vision.name)
@@ -192,14 +179,22 @@ class Checker:
         layers_a, layers_b = self._maybe_perturb(list(a.layers)), self._maybe_perturb(list(b.layers))
         if self.perturb:
             out.notes.append(f"features perturbed by relative noise {self.perturb:g} (seed {self.perturb_seed})")
-        new = SCORERS[setting.kind](
-            setting, lang, vis, layers_a, layers_b, record.dataset, inputs=inputs,
-            revisions=(a.key["model_revision"], b.key["model_revision"]), **job_in.scorer_kwargs,
-        )
+        ds = job_in.image_data
+        dataset = DatasetRef(name=ds.name, revision=ds.revision, n=len(ds), fingerprint=ds.fingerprint)
+        try:
+            new = SCORERS[setting.kind](
+                setting, lang, vis, layers_a, layers_b, dataset, inputs=inputs,
+                revisions=(a.key["model_revision"], b.key["model_revision"]), **job_in.scorer_kwargs,
+            )
+        except Exception as exc:  # noqa: BLE001 — inputs are there, so the record does not reproduce
+            why = f"none: the recomputation failed: {type(exc).__name__}: {exc}"
+            out.mismatches.append(Mismatch("score", record.score, why[:300]))
+            out.status = "invalid"
+            return out, None
         out.diffs = compare(record, new, statistics=self.statistics)
+        out.mismatches += mismatches(record, new, statistics=self.statistics)
         out.layers = (record.layers, new.layers)
         return out, new
-
 
     def _maybe_perturb(self, layers: list[torch.Tensor]) -> list[torch.Tensor]:
         """Each [N, D] layer times (1 + perturb * e), e ~ N(0, 1) from a seeded generator; as is when 0."""
@@ -220,16 +215,22 @@ def record_tolerance(record: ResultRecord, tol: float) -> tuple[float, str | Non
 
 
 def run_check(records: list[ResultRecord], checker: Checker, tol: float) -> list[Outcome]:
-    """Check every record; status "moved" when any compared value differs by more than its tolerance
-    (`record_tolerance`)."""
+    """Check every record: "invalid" when a stated field (chosen layers included, up to a near tie within
+    the tolerance) is not what would be run, else "moved" when a compared value differs by more than its
+    tolerance (`record_tolerance`), else "ok"; "skipped" when it could not be recomputed."""
     outcomes = []
     for record in records:
-        out, _ = checker.check(record)
+        out, new = checker.check(record)
         own_tol, note = record_tolerance(record, tol)
         if note:
             out.notes.append(note)
-        if out.diffs:
+        if new is not None:
+            layers, note = chosen_layers(record, new, own_tol)
+            out.mismatches += [layers] if layers is not None else []
+            out.notes += [note] if note else []
             out.status = "moved" if any(d.moved(own_tol) for d in out.diffs) else "ok"
+        if out.mismatches:
+            out.status = "invalid"
         outcomes.append(out)
     return outcomes
 
@@ -239,33 +240,47 @@ def _num(v: float | None) -> str:
 
 
 def diff_table(outcomes: list[Outcome], tol: float) -> str:
-    """A markdown table: one row per moved value (all of a moved record's values beyond tol), one row per
-    record that is within tolerance (its largest change) and one per skipped record (why)."""
-    lines = ["| status | setting | pair | value | recorded | recomputed | abs diff |", "|---|---|---|---|---|---|---|"]
+    """A markdown table: one row per stated field that is not what would be run (stated, expected), one
+    per moved value (all of a failing record's values beyond tol), one per record that is within tolerance
+    (its largest change) and one per skipped record (why)."""
+    lines = ["| status | setting | pair | value | recorded | recomputed or expected | abs diff |",
+             "|---|---|---|---|---|---|---|"]
     for o in outcomes:
         pair = f"{o.language} x {o.vision}"
         if o.status == "skipped":
             lines.append(f"| skipped | {o.setting} | {pair} | {o.reason} | | | |")
             continue
-        shown = [d for d in o.diffs if d.moved(tol)] if o.status == "moved" else [
-            max(o.diffs, key=lambda d: d.delta or 0.0)]
-        for d in shown:
+        for m in o.mismatches:
+            lines.append(f"| INVALID | {o.setting} | {pair} | {m.field} | {_cell(m.stated)} | {_cell(m.expected)} "
+                         "| stated != expected |")
+        if o.status == "ok":
+            shown_diffs = [max(o.diffs, key=lambda d: d.delta or 0.0)] if o.diffs else []
+        else:
+            shown_diffs = [d for d in o.diffs if d.moved(tol)]
+        for d in shown_diffs:
             delta = "n/a" if d.delta is None else f"{d.delta:.2e}"
-            lines.append(f"| {'MOVED' if o.status == 'moved' else 'ok'} | {o.setting} | {pair} | {d.field} | "
-                         f"{_num(d.recorded)} | {_num(d.recomputed)} | {delta} |")
-        if o.layers and o.layers[0] is not None and o.layers[1] is not None and tuple(o.layers[0]) != tuple(o.layers[1]):
-            lines.append(f"| note | {o.setting} | {pair} | chosen layers {tuple(o.layers[0])} -> {tuple(o.layers[1])} | | | |")
+            label = "ok" if o.status == "ok" else "MOVED"
+            lines.append(f"| {label} | {o.setting} | {pair} | {d.field} | {_num(d.recorded)} | {_num(d.recomputed)} "
+                         f"| {delta} |")
     return "\n".join(lines)
+
+
+def _cell(value: Any) -> str:
+    """A stated or expected value as a table cell: its repr, capped, with '|' escaped."""
+    return shown(value, 120).replace("|", "\\|")
 
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
-        "check", help="recompute result records and fail if a score moved by more than --tol",
+        "check", help="recompute result records and fail if a value moved by more than --tol or a stated "
+                      "field is not what would be run",
         description=(
-            "Regression check on metric values: recompute every record under RESULTS whose inputs are "
-            "available (cached features, or offline demo models that can be extracted) with the record's own "
-            "setting, and exit 1 with a diff table when a score, calibrated score, null mean, CI bound or grid "
-            "cell moved by more than --tol (0.001 as in MTEB's results CI). Records that cannot be recomputed "
+            "Regression check on result records: recompute every record under RESULTS whose inputs are "
+            "available (cached features, or offline demo models that can be extracted) with the setting that "
+            "would be run, and exit 1 with a diff table when a score, chance, calibrated score, null statistic, "
+            "CI bound or level or grid cell moved by more than --tol (0.001 as in MTEB's results CI), or when a "
+            "stated field (setting, metric and its params, model revisions, sizes and kinds, dataset, chosen "
+            "layers, null draws and seed) differs from what would be run. Records that cannot be recomputed "
             "are listed with the reason; --strict makes them failures. Example: platobench check --results results/demo"
         ),
     )
@@ -299,18 +314,19 @@ def _check(args: argparse.Namespace) -> int:
                       allow_extract=not args.no_extract, statistics=not args.scores_only, progress=not args.json,
                       perturb=args.perturb, perturb_seed=args.perturb_seed)
     outcomes = run_check(records, checker, args.tol)
-    counts = {s: sum(o.status == s for o in outcomes) for s in ("ok", "moved", "skipped")}
-    failed = counts["moved"] > 0 or counts["ok"] + counts["moved"] == 0 or (args.strict and counts["skipped"] > 0)
+    counts = {s: sum(o.status == s for o in outcomes) for s in STATUSES}
+    failed = (counts["moved"] > 0 or counts["invalid"] > 0 or counts["skipped"] == len(outcomes)
+              or (args.strict and counts["skipped"] > 0))
     if args.json:
         print(json.dumps({"tol": args.tol, "counts": counts, "failed": failed,
                           "records": [o.as_dict() for o in outcomes]}, indent=1))
     else:
         print(diff_table(outcomes, args.tol))
         print(f"\n{len(records)} records: {counts['ok']} within {args.tol:g}, {counts['moved']} moved, "
-              f"{counts['skipped']} not recomputed")
+              f"{counts['invalid']} invalid, {counts['skipped']} not recomputed")
         for o in outcomes:
             for note in o.notes:
                 print(f"note: {o.setting} {o.language} x {o.vision}: {note}", file=sys.stderr)
-        if counts["ok"] + counts["moved"] == 0:
+        if counts["skipped"] == len(outcomes):
             print("FAILED: no record could be recomputed", file=sys.stderr)
     return 1 if failed else 0

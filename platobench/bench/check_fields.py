@@ -1,0 +1,146 @@
+"""The fields of a result record that `platobench check` verifies: every field the leaderboard shows.
+
+Values that are measured (score, last-layer score, chance, calibrated score, null mean/std/p-value, CI
+bounds and level, grid cells) are recomputed and compared within a tolerance (`compare` -> `Diff`).
+Everything else is stated, not measured, and must equal exactly what would be run (`mismatches` ->
+`Mismatch`): the setting id and kind, the metric (id, resolved params, preprocessing, selection,
+direction), each model's name, revision, size and kind, the dataset's name, revision, n and fingerprint,
+the null's draws and seed, and the chosen layers (`chosen_layers`, which allows only a near tie).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from platobench.bench.results import ResultRecord
+from platobench.bench.settings import Setting
+
+SCORE_FIELDS = ("score", "last_layer_score", "chance")
+STAT_FIELDS = ("calibrated", "null.mean", "ci.lo", "ci.hi")
+# compared only where both sides have a null / an interval: an absent one already moves null.mean / ci.lo
+STAT_DETAIL_FIELDS = ("null.std", "null.p_value", "ci.level")
+EXACT_FIELDS = (
+    "setting", "kind", "metric.id", "metric.params", "metric.preprocess", "metric.selection",
+    "metric.higher_is_better", "language.name", "language.revision", "language.params_m", "language.kind",
+    "vision.name", "vision.revision", "vision.params_m", "vision.kind", "dataset.name", "dataset.revision",
+    "dataset.n", "dataset.fingerprint",
+)
+EXACT_STAT_FIELDS = ("null.n_perm", "null.seed")  # compared where both sides have a null
+SETTING_IGNORED = frozenset({"description"})  # a setting's fields that are not part of the protocol
+
+
+@dataclass
+class Diff:
+    """One compared value: recorded, recomputed and |difference| (None when one side is absent)."""
+
+    field: str
+    recorded: float | None
+    recomputed: float | None
+    delta: float | None
+    reshaped: bool = False  # the layer grid changed shape: always a move
+
+    def moved(self, tol: float) -> bool:
+        if self.reshaped:
+            return True
+        if self.recorded is None and self.recomputed is None:
+            return False
+        if self.delta is None or math.isnan(self.delta):
+            return True
+        return self.delta > tol
+
+
+@dataclass
+class Mismatch:
+    """A stated field that differs from what would be run (compared exactly; JSON values)."""
+
+    field: str
+    stated: Any
+    expected: Any
+
+
+def _get(record: ResultRecord, path: str) -> Any:
+    obj: Any = record
+    for part in path.split("."):
+        obj = getattr(obj, part, None) if obj is not None else None
+    return obj
+
+
+def _number(record: ResultRecord, path: str) -> float | None:
+    value = _get(record, path)
+    return None if value is None else float(value)
+
+
+def _diff(name: str, a: float | None, b: float | None) -> Diff:
+    return Diff(name, a, b, None if a is None or b is None else abs(a - b))
+
+
+def _both(old: ResultRecord, new: ResultRecord, path: str) -> bool:
+    """Whether the parent object of `path` ("null" of "null.std") is present in both records."""
+    parent = path.rpartition(".")[0]
+    return _get(old, parent) is not None and _get(new, parent) is not None
+
+
+def compare(old: ResultRecord, new: ResultRecord, *, statistics: bool = True) -> list[Diff]:
+    """Differences between a recorded and a recomputed record: the scores and chance, (with `statistics`)
+    the calibrated score, null mean/std/p-value and CI bounds/level, and the largest cell difference of
+    the layer grid. A value absent on both sides is equal and left out."""
+    fields = [*SCORE_FIELDS]
+    if statistics:
+        fields += [*STAT_FIELDS, *(f for f in STAT_DETAIL_FIELDS if _both(old, new, f))]
+    diffs = [_diff(f, _number(old, f), _number(new, f)) for f in fields]
+    diffs = [d for d in diffs if d.recorded is not None or d.recomputed is not None]
+    if old.grid is not None or new.grid is not None:
+        if old.grid is None or new.grid is None or [len(r) for r in old.grid] != [len(r) for r in new.grid]:
+            shape = lambda g: None if g is None else f"{len(g)}x{len(g[0])}"
+            diffs.append(Diff(f"grid shape {shape(old.grid)} -> {shape(new.grid)}", None, None, None, reshaped=True))
+        else:
+            # a cell is null where a layer was excluded as constant; null on one side only is a move
+            cells = [(0.0 if a is None and b is None else math.inf if a is None or b is None else abs(a - b), i, j)
+                     for i, (ra, rb) in enumerate(zip(old.grid, new.grid)) for j, (a, b) in enumerate(zip(ra, rb))]
+            worst, i, j = max(cells, key=lambda c: (math.isnan(c[0]), c[0]))
+            diffs.append(Diff(f"grid[{i}][{j}] (largest cell change)", old.grid[i][j], new.grid[i][j], worst))
+    return diffs
+
+
+def _json_at(dump: dict[str, Any], path: str) -> Any:
+    obj: Any = dump
+    for part in path.split("."):
+        obj = obj.get(part) if isinstance(obj, dict) else None
+    return obj
+
+
+def mismatches(old: ResultRecord, new: ResultRecord, *, statistics: bool = True) -> list[Mismatch]:
+    """The stated fields of `old` that differ from `new`, the record of what would be run (exact; the
+    null's n_perm and seed with `statistics`, where both records have a null)."""
+    a, b = old.model_dump(mode="json"), new.model_dump(mode="json")
+    fields = [*EXACT_FIELDS]
+    if statistics:
+        fields += [f for f in EXACT_STAT_FIELDS if _both(old, new, f)]
+    return [Mismatch(f, _json_at(a, f), _json_at(b, f)) for f in fields if _json_at(a, f) != _json_at(b, f)]
+
+
+def setting_mismatches(own: Setting, expected: Setting) -> list[Mismatch]:
+    """Fields of a record's `setting_config` that differ from the setting that would be run."""
+    a = own.model_dump(mode="json", exclude=set(SETTING_IGNORED))
+    b = expected.model_dump(mode="json", exclude=set(SETTING_IGNORED))
+    return [Mismatch(f"setting_config.{k}", a.get(k), b.get(k)) for k in sorted(a.keys() | b.keys())
+            if a.get(k) != b.get(k)]
+
+
+def chosen_layers(old: ResultRecord, new: ResultRecord, tol: float) -> tuple[Mismatch | None, str | None]:
+    """(mismatch, note) of the chosen (language, vision) layers. Different layers are a mismatch unless
+    the recomputed grid's cell at the recorded layers is within `tol` of the recomputed score: a near tie
+    that float rounding may decide either way (then a note)."""
+    stated = None if old.layers is None else list(old.layers)
+    expected = None if new.layers is None else list(new.layers)
+    if stated == expected:
+        return None, None
+    if stated is not None and expected is not None and new.grid is not None:
+        i, j = stated
+        cell = new.grid[i][j] if 0 <= i < len(new.grid) and 0 <= j < len(new.grid[i]) else None
+        if cell is not None and math.isfinite(cell) and abs(cell - new.score) <= tol:
+            return None, (f"chosen layers {tuple(stated)} -> {tuple(expected)}: a near tie (the recorded layers "
+                          f"score {cell:.6f}, within {tol:g} of the recomputed {new.score:.6f})")
+    return Mismatch("layers", stated, expected), None
