@@ -77,3 +77,26 @@ def seed_features(home: Path, model: str, n: int, *, width: int = 16, seed: int 
     with FeatureStore(home / "features").writer(key, ds.ids, key.layers, [width] * len(key.layers)) as w:
         w.write_chunk(0, layers)
         w.finalize()
+
+
+CHECK_N = 24
+CHECK_PAIR = "demo/minilm-l6:demo/dinov2-s-imgfocus"
+
+
+def seeded_check_results(tmp: Path) -> tuple[Path, Path, Path]:
+    """Seed a cache under `tmp/home` with the two demo models' features (CHECK_N samples) and run the tiny
+    settings on CHECK_PAIR into `tmp/results` -> (home, settings file, results folder)."""
+    import pytest
+
+    from platobench.cli import main
+
+    home = tmp / "home"
+    seed_features(home, "demo/minilm-l6", CHECK_N, seed=1)
+    seed_features(home, "demo/dinov2-s-imgfocus", CHECK_N, seed=2)
+    settings = tmp / "tiny.yaml"
+    settings.write_text(TINY_SETTINGS)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PLATOBENCH_HOME", str(home))
+        assert main(["run", "--pairs", CHECK_PAIR, "--settings", "tiny", "--settings-file", str(settings),
+                     "--limit", str(CHECK_N), "--out", str(tmp / "results"), "--json"]) == 0
+    return home, settings, tmp / "results"

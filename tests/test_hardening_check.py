@@ -8,29 +8,23 @@ import json
 import shutil
 
 import pytest
-from bench_fixtures import TINY_SETTINGS, make_record, seed_features
+from bench_fixtures import (
+    CHECK_N,
+    CHECK_PAIR,
+    make_record,
+    seeded_check_results,
+)
 
 from platobench.bench.check_fields import chosen_layers
 from platobench.cli import main
 
-N = 24
-PAIR = "demo/minilm-l6:demo/dinov2-s-imgfocus"
+N, PAIR = CHECK_N, CHECK_PAIR
 
 
 @pytest.fixture(scope="module")
 def seeded(tmp_path_factory):
     """A cache with the two models' features and the records `platobench run` wrote from it (built once)."""
-    tmp = tmp_path_factory.mktemp("hardening-check")
-    home = tmp / "home"
-    seed_features(home, "demo/minilm-l6", N, seed=1)
-    seed_features(home, "demo/dinov2-s-imgfocus", N, seed=2)
-    settings = tmp / "tiny.yaml"
-    settings.write_text(TINY_SETTINGS)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("PLATOBENCH_HOME", str(home))
-        assert main(["run", "--pairs", PAIR, "--settings", "tiny", "--settings-file", str(settings),
-                     "--limit", str(N), "--out", str(tmp / "results"), "--json"]) == 0
-    return home, settings, tmp / "results"
+    return seeded_check_results(tmp_path_factory.mktemp("hardening-check"))
 
 
 @pytest.fixture
