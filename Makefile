@@ -33,6 +33,7 @@ bench: install  ## performance benchmarks (figures go to benchmarks/BENCHMARKS.m
 	$(PY) benchmarks/permutation_null.py
 	$(PY) benchmarks/extract.py
 	$(PY) benchmarks/store.py
+	$(PY) benchmarks/cli_startup.py
 	$(PY) benchmarks/encoders.py
 	$(PY) benchmarks/zeroshot.py
 	$(PY) benchmarks/theory.py

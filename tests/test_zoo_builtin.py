@@ -52,9 +52,11 @@ def test_prh_sets_match_the_paper(zoo):
     assert sources(zoo.resolve("prh-val-vision")) == PRH_VAL_VITS
     assert sources(zoo.resolve("prh-val")) == PRH_VAL_LLMS + PRH_VAL_VITS
     assert sources(zoo.resolve("prh-test")) == PRH_TEST_LLMS
-    assert sources(zoo.resolve("default21-language")) == PRH_VAL_LLMS + PRH_TEST_LLMS
-    assert sources(zoo.resolve("default21-vision")) == ["vit_giant_patch14_dinov2.lvd142m"]
-    assert all(spec.pooling == "avg" for spec in zoo.resolve("default21-language"))  # PRH: mean over tokens
+    assert sources(zoo.resolve("prh-custom-language")) == PRH_VAL_LLMS + PRH_TEST_LLMS
+    assert sources(zoo.resolve("prh-custom-vision")) == ["vit_giant_patch14_dinov2.lvd142m"]
+    assert zoo.sets["default21-language"] == zoo.sets["prh-custom-language"]  # former names kept
+    assert zoo.sets["default21-vision"] == zoo.sets["prh-custom-vision"]
+    assert all(spec.pooling == "avg" for spec in zoo.resolve("prh-custom-language"))  # PRH: mean over tokens
     assert all(spec.pooling == "cls" and spec.loader == "timm" for spec in zoo.resolve("prh-val-vision"))
 
 

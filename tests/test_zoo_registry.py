@@ -84,5 +84,6 @@ def test_sets_are_a_copy(zoo):
 
 
 def test_sets_of(zoo):
-    assert set(zoo.sets_of("dinov2/vit-g14.lvd142m")) == {"prh-val-vision", "prh-val", "default21-vision", "dinov2"}
+    assert set(zoo.sets_of("dinov2/vit-g14.lvd142m")) == {
+        "prh-val-vision", "prh-val", "prh-custom-vision", "default21-vision", "dinov2"}
     assert zoo.sets_of("demo/gemma3-270m") == ["demo-extra"]

@@ -6,8 +6,6 @@ import argparse
 import json
 from typing import Any
 
-from platobench.data import ClassDataset, get_dataset, list_datasets, quality
-from platobench.data.catalog import licence_of, lookup
 from platobench.errors import UserError
 
 
@@ -30,7 +28,7 @@ def register(subparsers: Any) -> None:
         "duplicate images (decodes every image; --no-image-check skips that).",
     )
     show.add_argument("name", help="dataset name (see `platobench data list`)")
-    show.add_argument("--limit", type=int, default=None, help="keep the first N samples")
+    show.add_argument("--limit", type=int, default=None, help="keep the first N samples (class datasets: of each class)")
     show.add_argument("--samples", type=int, default=5, help="how many samples to print (default 5)")
     show.add_argument(
         "--option",
@@ -47,6 +45,8 @@ def register(subparsers: Any) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
+    from platobench.data import list_datasets  # the catalogue (PIL, numpy): only when listing
+
     infos = list_datasets()
     if args.json:
         print(json.dumps([i.as_dict() for i in infos], indent=2))
@@ -69,6 +69,9 @@ def _parse_options(pairs: list[str]) -> dict[str, Any]:
 
 
 def _show(args: argparse.Namespace) -> int:
+    from platobench.data import ClassDataset, get_dataset, quality
+    from platobench.data.catalog import licence_of, lookup
+
     if args.samples < 0:
         raise UserError(f"--samples {args.samples}: expected a count >= 0")
     ds = get_dataset(args.name, limit=args.limit, **_parse_options(args.option))

@@ -12,19 +12,22 @@
 - efficientnet_lite: EfficientNet-Lite via efficientnet_lite_pytorch (per stage)
 - packaged: the offline pip weights, prepared once under the cache root (`platobench prepare`)
 - baselines: negative controls (random-init architectures, bag of words, caption length, colour histogram)
+- python_loader: the user's own code (`loader: python`, "module:name"; the simple `encode` protocol)
 """
 
 from __future__ import annotations
 
 import importlib
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-import torch
-
-from platobench.encoders.base import TextEncoder, VisionEncoder
-from platobench.encoders.runtime import resolve_device
 from platobench.errors import UserError
-from platobench.zoo.spec import ModelSpec
+
+if TYPE_CHECKING:  # torch and PIL load on first use: `platobench prepare --help` lists packaged assets only
+    import torch
+
+    from platobench.encoders.base import TextEncoder, VisionEncoder
+    from platobench.zoo.spec import ModelSpec
 
 LOADER_MODULES: dict[str, str] = {
     "hf_causal": "platobench.encoders.hf_causal",
@@ -34,6 +37,7 @@ LOADER_MODULES: dict[str, str] = {
     "openclip": "platobench.encoders.openclip",
     "efficientnet_lite": "platobench.encoders.efficientnet_lite",
     "baseline": "platobench.encoders.baselines",
+    "python": "platobench.encoders.python_loader",
 }
 
 
@@ -54,22 +58,25 @@ def load_encoder(
 
     device: "cpu", "cuda" (all visible GPUs for large causal LMs) or "cuda:N". dtype: overrides the spec's
     dtype policy ("auto", "float32", "bfloat16", "float16"). home: cache root for packaged assets
-    (default `platobench.paths.home()`). A "python" spec's "module:function" is called with
-    (spec, device=, dtype=, home=) and must return a TextEncoder or VisionEncoder.
+    (default `platobench.paths.home()`). A "python" spec's "module:name" is a class or object with
+    `encode(texts or images) -> [N, L, D]`, or a function (spec, device=, dtype=, home=) returning an
+    encoder (see platobench.encoders.python_loader).
     """
+    from platobench.encoders.runtime import quiet_weight_loading, resolve_device
+
     dev = resolve_device(device)
-    if spec.loader == "python":
-        module_name, _, function_name = spec.source.partition(":")
-        try:
-            factory = getattr(importlib.import_module(module_name), function_name)
-        except (ImportError, AttributeError) as exc:
-            raise UserError(f"model {spec.name}: cannot import {spec.source!r} ({exc})") from exc
-        encoder = factory(spec, device=dev, dtype=dtype, home=home)
-        if not isinstance(encoder, (TextEncoder, VisionEncoder)):
-            raise UserError(f"model {spec.name}: {spec.source} returned {type(encoder).__name__}, not an encoder")
-        return encoder
     module = importlib.import_module(LOADER_MODULES[spec.loader])
-    return module.load(spec, device=dev, dtype=dtype, home=home)
+    with quiet_weight_loading():  # transformers' loading bars would nest inside extraction's own bar
+        return module.load(spec, device=dev, dtype=dtype, home=home)
+
+
+def __getattr__(name: str) -> Any:
+    """`TextEncoder` and `VisionEncoder`, imported from `base` (torch) on first access."""
+    if name in ("TextEncoder", "VisionEncoder"):
+        from platobench.encoders import base
+
+        return getattr(base, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = ["TextEncoder", "VisionEncoder", "layer_ids_of", "load_encoder"]

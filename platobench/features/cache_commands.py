@@ -1,4 +1,4 @@
-"""`platobench cache ls|verify|rm`: inspect, check and delete entries of the features cache."""
+"""`platobench cache list|verify|rm`: inspect, check and delete entries of the features cache."""
 
 from __future__ import annotations
 
@@ -6,10 +6,20 @@ import argparse
 import fnmatch
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from platobench.errors import UserError
-from platobench.features.store import EntryStatus, FeatureStore
+from platobench.table import format_table
+
+if TYPE_CHECKING:
+    from platobench.features.store import EntryStatus, FeatureStore
+
+
+def _store(root: Path | None) -> FeatureStore:
+    """The features cache at `root` (default $PLATOBENCH_HOME/features); torch loads here, not at parse time."""
+    from platobench.features.store import FeatureStore
+
+    return FeatureStore(root)
 
 
 def register(subparsers: Any) -> None:
@@ -21,16 +31,21 @@ def register(subparsers: Any) -> None:
     sub = parser.add_subparsers(dest="cache_command", metavar="ACTION", required=True)
 
     def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument(
-            "--root", type=Path, default=None, help="cache folder (default $PLATOBENCH_HOME/features)"
-        )
+        where = p.add_mutually_exclusive_group()
+        where.add_argument("--home", type=Path, default=None, metavar="DIR",
+                           help="platobench home whose features/ is the cache (default: $PLATOBENCH_HOME or "
+                                "~/.cache/platobench)")
+        # former spelling: the cache folder itself (not its parent), kept working but not advertised
+        where.add_argument("--root", dest="cache_root", type=Path, default=None, help=argparse.SUPPRESS)
         p.add_argument("--model", default="*", help="only entries whose model matches this glob")
         p.add_argument("--dataset", default="*", help="only entries whose dataset matches this glob")
         p.add_argument("--json", action="store_true", help="print JSON")
 
-    ls = sub.add_parser("ls", help="list entries", description="List complete and partial entries.")
-    common(ls)
-    ls.set_defaults(func=_ls)
+    ls = sub.add_parser("list", help="list entries", description="List complete and partial entries.")
+    hidden_ls = sub.add_parser("ls", description="List complete and partial entries.")  # former name; no help: unlisted
+    for p in (ls, hidden_ls):
+        common(p)
+        p.set_defaults(func=_list)
     verify = sub.add_parser(
         "verify",
         help="re-read every file and check sizes and sha256",
@@ -50,6 +65,13 @@ def register(subparsers: Any) -> None:
     rm.set_defaults(func=_rm)
 
 
+def _cache_root(args: argparse.Namespace) -> Path | None:
+    """The cache folder `--home DIR` (DIR/features) or the former `--root DIR` (DIR itself) names; None: default."""
+    if args.cache_root is not None:
+        return args.cache_root
+    return None if args.home is None else args.home / "features"
+
+
 def _select(
     store: FeatureStore, args: argparse.Namespace, digests: list[str] | None = None
 ) -> list[EntryStatus]:
@@ -65,8 +87,8 @@ def _select(
     ]
 
 
-def _ls(args: argparse.Namespace) -> int:
-    store = FeatureStore(args.root)
+def _list(args: argparse.Namespace) -> int:
+    store = _store(_cache_root(args))
     entries = _select(store, args)
     if args.json:
         print(json.dumps([e.as_dict() for e in entries], indent=2))
@@ -74,22 +96,18 @@ def _ls(args: argparse.Namespace) -> int:
     if not entries:
         print(f"no cache entries under {store.root}")
         return 0
-    print(
-        f"{'digest':12}  {'state':8}  {'model':28}  {'dataset':20}  {'n':>6}  {'layers':>6}  {'dtype':8}  {'MB':>8}"
-    )
-    for e in entries:
-        model = e.key.get("model", "?")
-        dataset = e.key.get("dataset", "?")
-        state = f"{e.rows_done}/{e.n}" if e.state == "partial" else e.state
-        print(
-            f"{e.digest[:12]}  {state:8}  {model[:28]:28}  {dataset[:20]:20}  {e.n:>6}  {e.layers:>6}  "
-            f"{e.dtype:8}  {e.bytes / 1e6:8.2f}"
-        )
+    rows = [
+        [e.digest[:12], f"{e.rows_done}/{e.n}" if e.state == "partial" else e.state, str(e.key.get("model", "?")),
+         str(e.key.get("dataset", "?")), str(e.n), str(e.layers), str(e.dtype), f"{e.bytes / 1e6:.2f}"]
+        for e in entries
+    ]
+    header = ("digest", "state", "model", "dataset", "n", "layers", "dtype", "MB")
+    print("\n".join(format_table(header, rows, right={4, 5, 7})))
     return 0
 
 
 def _verify(args: argparse.Namespace) -> int:
-    store = FeatureStore(args.root)
+    store = _store(_cache_root(args))
     report = []
     for e in _select(store, args, args.digests):
         if e.state == "partial":
@@ -116,7 +134,7 @@ def _verify(args: argparse.Namespace) -> int:
 def _rm(args: argparse.Namespace) -> int:
     if not args.digests and not args.all and not args.partial:
         raise UserError("cache rm: name digests, or pass --all (with --model/--dataset globs) or --partial")
-    store = FeatureStore(args.root)
+    store = _store(_cache_root(args))
     chosen = _select(store, args, args.digests)
     if args.partial:
         chosen = [e for e in chosen if e.state == "partial"]

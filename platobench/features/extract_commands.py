@@ -6,10 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from platobench.data import get_dataset
 from platobench.errors import UserError
-from platobench.features.extract import check_extract_options, extract, note_limit
-from platobench.features.store import FeatureStore
 from platobench.zoo import add_zoo_option, zoo_from_args
 
 
@@ -27,7 +24,9 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--model", required=True, help="model name(s), set names or globs, comma-separated (see `zoo list`)")
     p.add_argument("--dataset", required=True, help="dataset name (see `data list`), e.g. openclipart-1024")
-    p.add_argument("--limit", type=int, default=None, help="only the first N samples")
+    p.add_argument("--limit", type=int, default=None,
+                   help="only the first N samples (class datasets: the first N images of each class); sliced "
+                        "from a cached extraction of more samples when one exists")
     p.add_argument("--caption-index", type=int, default=0, help="which caption of each sample text models read")
     p.add_argument("--batch-size", type=int, default=32, help="samples per forward pass (halved on out-of-memory)")
     p.add_argument("--chunk-size", type=int, default=256, help="samples per cached chunk (unit of resumption)")
@@ -40,6 +39,10 @@ def register(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from platobench.data import get_dataset
+    from platobench.features.extract import check_extract_options, extract, note_limit
+    from platobench.features.store import FeatureStore
+
     if args.limit is not None and args.limit < 2:
         raise UserError(f"--limit must be >= 2, got {args.limit}")
     check_extract_options(batch_size=args.batch_size, chunk_size=args.chunk_size, num_workers=args.workers)

@@ -49,12 +49,10 @@ def register(subparsers: Any) -> None:
         help="good: two different captions of one image; bad: two random span+mask corruptions of "
         "one caption; mix:P: a share P of good pairs",
     )
-    tr.add_argument(
-        "--data",
-        required=True,
-        metavar="DATASET",
-        help="paired dataset (see `platobench data list`), e.g. openclipart",
-    )
+    data = tr.add_mutually_exclusive_group(required=True)  # --data: former spelling, accepted but not shown
+    data.add_argument("--dataset", dest="data", metavar="DATASET",
+                      help="paired dataset (see `platobench data list`), e.g. openclipart")
+    data.add_argument("--data", dest="data", help=argparse.SUPPRESS)
     tr.add_argument(
         "--size",
         choices=list(SIZES),
@@ -109,7 +107,7 @@ def _load_corpus(name: str, limit: int | None) -> Any:
     dataset = get_dataset(name, limit=limit)
     if not hasattr(dataset, "caption_views"):
         raise UserError(
-            f"--data {name!r} is a class dataset; the JEPA trains on a paired (image-caption) dataset"
+            f"--dataset {name!r} is a class dataset; the JEPA trains on a paired (image-caption) dataset"
         )
     return CaptionCorpus.from_dataset(dataset)
 
@@ -159,7 +157,7 @@ def _train(args: argparse.Namespace) -> int:
     try:
         result = train(corpus, config, progress=progress)
     except ValueError as exc:
-        raise UserError(f"--data {args.data}: {exc}") from exc
+        raise UserError(f"--dataset {args.data}: {exc}") from exc
     if not result.is_main_process:  # other processes of `accelerate launch`: the main one writes
         return 0
     summary = export_run(result, corpus, config, name=args.name, out_dir=args.out, home=paths.home())
@@ -186,19 +184,17 @@ def _register_compare(sub: Any) -> None:
         description=(
             "For each seed, train a good-view and a bad-view text JEPA with identical settings and the same "
             "held-out split; extract them, the vision model and the LLMs on the held-out images through the "
-            "features cache (dataset '<DATA>:heldout<P>'); score every text model against the vision model "
+            "features cache (dataset '<DATASET>:heldout<P>'); score every text model against the vision model "
             "under copies of the paired settings renamed jepa-compare-<id> and write one result record each "
             "under OUT/<setting>/; print good minus bad per setting (mean, std over seeds, per seed) next to "
             "the LLMs. Checkpoints go to $PLATOBENCH_HOME/jepa/compare/. Example: platobench jepa compare "
-            "--data openclipart-desc --vision demo/dinov2-s-imgfocus --seeds 3"
+            "--dataset openclipart-desc --vision demo/dinov2-s-imgfocus --seeds 3"
         ),
     )
-    cp.add_argument(
-        "--data",
-        required=True,
-        metavar="DATASET",
-        help="paired dataset whose samples have two captions (e.g. openclipart-desc)",
-    )
+    data = cp.add_mutually_exclusive_group(required=True)  # --data: former spelling, accepted but not shown
+    data.add_argument("--dataset", dest="data", metavar="DATASET",
+                      help="paired dataset whose samples have two captions (e.g. openclipart-desc)")
+    data.add_argument("--data", dest="data", help=argparse.SUPPRESS)
     cp.add_argument(
         "--vision",
         required=True,
@@ -246,12 +242,13 @@ def _load_dataset(name: str, limit: int | None):
 
     dataset = get_dataset(name, limit=limit)
     if not hasattr(dataset, "caption_views"):
-        raise UserError(f"--data {name!r} is a class dataset; compare needs a paired (image-caption) dataset")
+        raise UserError(f"--dataset {name!r} is a class dataset; compare needs a paired (image-caption) dataset")
     return dataset
 
 
 def _compare(args: argparse.Namespace) -> int:
     from platobench.bench.settings import Catalog
+    from platobench.bench.terminal_board import board_rows, print_board
     from platobench.features.store import FeatureStore
     from platobench.jepa.compare import CompareConfig, format_summary, run_compare
     from platobench.jepa.train import TrainConfig
@@ -303,6 +300,7 @@ def _compare(args: argparse.Namespace) -> int:
                     "runs": result.runs,
                     "records": result.paths,
                     "summary": result.summary,
+                    "board": board_rows(result.records),
                     "wall_s": result.wall_s,
                 },
                 indent=2,
@@ -310,5 +308,7 @@ def _compare(args: argparse.Namespace) -> int:
         )
     else:
         print(format_summary(result.summary))
+        print()
+        print_board(result.records)
         print(f"{len(result.paths)} records under {args.out}; {result.wall_s:.0f} s")
     return 0

@@ -91,7 +91,7 @@ def heldout_subset(dataset: PairedDataset, fraction: float) -> PairedDataset:
     _, heldout = split(CaptionCorpus.from_dataset(dataset), fraction)
     if len(heldout) < 12:
         raise UserError(
-            f"--data {dataset.name}: only {len(heldout)} held-out samples with two distinct captions; "
+            f"--dataset {dataset.name}: only {len(heldout)} held-out samples with two distinct captions; "
             "need at least 12 (mutual kNN uses k=10 neighbours): use more data or a larger --heldout"
         )
     return paired_subset(dataset, heldout, tag=f"heldout{fraction:g}")
@@ -229,7 +229,7 @@ def run_compare(
 ) -> CompareResult:
     """Train, extract, score and write as described in the module docstring. `home` is the cache root
     (checkpoints go to home/jepa/compare/<model name after '/'>). Training failures (too few samples)
-    raise UserError naming --data."""
+    raise UserError naming --dataset."""
     t0 = time.perf_counter()
     settings = [compare_setting(s) for s in config.settings]
     corpus = CaptionCorpus.from_dataset(dataset)
@@ -248,7 +248,7 @@ def run_compare(
             try:
                 trained = train(corpus, cfg, progress=lambda line, n=name: log(_progress_line(n, line)))
             except ValueError as exc:
-                raise UserError(f"--data {dataset.name}: {exc}") from exc
+                raise UserError(f"--dataset {dataset.name}: {exc}") from exc
             summary = export_run(
                 trained,
                 corpus,

@@ -11,6 +11,7 @@ score by construction (up to float rounding of batched products, < 1e-6).
 from __future__ import annotations
 
 import fnmatch
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -89,6 +90,14 @@ class Metric:
 
 _REGISTRY: dict[str, Metric] = {}
 
+#: Modules of platobench.metrics whose import registers the built-in metrics; imported by the first lookup.
+BUILTIN_MODULES = ("cca", "kernel", "knn", "procrustes")
+
+
+def _load_builtins() -> None:
+    for name in BUILTIN_MODULES:
+        importlib.import_module(f"platobench.metrics.{name}")
+
 
 def register(metric: Metric) -> Metric:
     if metric.id in _REGISTRY:
@@ -98,6 +107,7 @@ def register(metric: Metric) -> Metric:
 
 
 def get_metric(metric_id: str) -> Metric:
+    _load_builtins()
     try:
         return _REGISTRY[metric_id]
     except KeyError:
@@ -106,4 +116,5 @@ def get_metric(metric_id: str) -> Metric:
 
 def list_metrics(pattern: str = "*") -> list[Metric]:
     """Metric descriptors whose id matches the glob `pattern`, sorted by id."""
+    _load_builtins()
     return [m for k, m in sorted(_REGISTRY.items()) if fnmatch.fnmatch(k, pattern)]

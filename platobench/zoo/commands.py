@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from platobench.zoo.loading import BUILTIN_ZOO, ZooError
+from platobench.zoo.kinds import MODALITY_OF_KIND
 from platobench.zoo.options import add_zoo_option, zoo_from_args
-from platobench.zoo.registry import Zoo, load_zoo
-from platobench.zoo.spec import MODALITY_OF_KIND, ModelSpec
+
+if TYPE_CHECKING:
+    from platobench.zoo.registry import Zoo
+    from platobench.zoo.spec import ModelSpec
 
 
 def register(subparsers: Any) -> None:
@@ -142,6 +144,9 @@ def _sets(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    from platobench.zoo.loading import BUILTIN_ZOO, ZooError
+    from platobench.zoo.registry import load_zoo
+
     files = [*args.files, *args.zoo]
     checked = [str(BUILTIN_ZOO), *files]
     try:

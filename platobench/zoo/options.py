@@ -4,9 +4,12 @@ models, `--trust-remote-code MODEL`)."""
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from platobench.zoo.registry import Zoo, load_zoo
 from platobench.zoo.remote_code import add_trust_remote_code_option
+
+if TYPE_CHECKING:
+    from platobench.zoo.registry import Zoo
 
 
 def add_zoo_option(parser: argparse.ArgumentParser, *, loads_models: bool = False) -> None:
@@ -25,4 +28,6 @@ def add_zoo_option(parser: argparse.ArgumentParser, *, loads_models: bool = Fals
 
 def zoo_from_args(args: argparse.Namespace) -> Zoo:
     """The zoo named by the `--zoo` files of parsed `args` (built-in only when there are none)."""
+    from platobench.zoo.registry import load_zoo  # pydantic: only when a command reads the zoo
+
     return load_zoo(getattr(args, "zoo", None) or ())
