@@ -31,9 +31,8 @@ import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
 from pydantic import ValidationError
 
 from platobench.bench.check_fields import (
@@ -45,15 +44,18 @@ from platobench.bench.check_fields import (
     setting_mismatches,
 )
 from platobench.bench.results import DatasetRef, ResultRecord, load_records
-from platobench.bench.run_command import SCORERS, add_catalog_options
-from platobench.bench.runner import JobInputs, job_inputs
+from platobench.bench.run_command import add_catalog_options, scorers
 from platobench.bench.settings import Catalog, Setting
-from platobench.encoders.runtime import resolve_device
 from platobench.errors import UserError
-from platobench.features.extract import extract, feature_key
-from platobench.features.store import FeatureEntry, FeatureStore, check_same_samples
 from platobench.files.ids import shown
-from platobench.zoo import ModelSpec, Zoo, zoo_from_args
+from platobench.zoo import zoo_from_args
+
+if TYPE_CHECKING:  # torch (features, scorers, runner) loads when a record is checked, not for `check --help`
+    import torch
+
+    from platobench.bench.runner import JobInputs
+    from platobench.features.store import FeatureEntry, FeatureStore
+    from platobench.zoo import ModelSpec, Zoo
 
 OFFLINE_SOURCES = frozenset({"packaged", "local", "baseline"})
 STATUSES = ("ok", "moved", "invalid", "skipped")
@@ -119,10 +121,13 @@ class Checker:
         return None, [Mismatch("setting", record.setting, own.id if own is not None else UNKNOWN_SETTING)], []
 
     def inputs(self, setting: Setting, record: ResultRecord) -> JobInputs:
-        """The runner's inputs of `setting` on the record's samples: built with the record's n, else
-        whole; UserError when neither has the record's dataset fingerprint."""
+        """The runner's inputs of `setting` on the record's samples: built with the run's recorded limit,
+        else the record's n, else whole (`record_limits`); UserError when none has the record's dataset
+        fingerprint."""
+        from platobench.bench.runner import job_inputs, record_limits
+
         found = []
-        for limit in dict.fromkeys((record.dataset.n, None)):
+        for limit in record_limits(record):
             job_in = job_inputs(setting, limit, self._inputs.setdefault(limit, {}))  # its memo ignores limit
             ds = job_in.image_data
             if ds.fingerprint == record.dataset.fingerprint and len(ds) == record.dataset.n:
@@ -134,6 +139,9 @@ class Checker:
         )
 
     def features(self, spec: ModelSpec, job_in: JobInputs) -> FeatureEntry:
+        from platobench.encoders.runtime import resolve_device
+        from platobench.features.extract import extract, feature_key
+
         data, prompt, texts = job_in.of(spec)
         k = (spec.name, data.fingerprint, prompt)
         if k not in self._entries:
@@ -152,13 +160,16 @@ class Checker:
     def check(self, record: ResultRecord) -> tuple[Outcome, ResultRecord | None]:
         """Recompute one record: (outcome with its diffs — status is decided by `run_check` —, the
         recomputed record or None when it could not be recomputed)."""
+        from platobench.features.store import check_same_samples
+
         out = Outcome(record.setting, record.language.name, record.vision.name, status="skipped")
         setting, out.mismatches, out.notes = self.setting_of(record)
         if setting is None:
             out.status = "invalid"
             return out, None
         try:
-            if setting.kind not in SCORERS:
+            scorer = scorers().get(setting.kind)
+            if scorer is None:
                 raise UserError(f"setting kind {setting.kind!r} has no scorer")
             lang, vis = self.zoo.get(record.language.name), self.zoo.get(record.vision.name)
             job_in = self.inputs(setting, record)
@@ -182,7 +193,7 @@ class Checker:
         ds = job_in.image_data
         dataset = DatasetRef(name=ds.name, revision=ds.revision, n=len(ds), fingerprint=ds.fingerprint)
         try:
-            new = SCORERS[setting.kind](
+            new = scorer(
                 setting, lang, vis, layers_a, layers_b, dataset, inputs=inputs,
                 revisions=(a.key["model_revision"], b.key["model_revision"]), **job_in.scorer_kwargs,
             )
@@ -200,6 +211,8 @@ class Checker:
         """Each [N, D] layer times (1 + perturb * e), e ~ N(0, 1) from a seeded generator; as is when 0."""
         if not self.perturb:
             return layers
+        import torch
+
         gen = torch.Generator().manual_seed(self.perturb_seed)
         return [x * (1 + self.perturb * torch.randn(x.shape, generator=gen, dtype=x.dtype)) for x in layers]
 
@@ -301,6 +314,8 @@ def register(subparsers: Any) -> None:
 
 
 def _check(args: argparse.Namespace) -> int:
+    from platobench.features.store import FeatureStore
+
     if not (args.tol >= 0 and math.isfinite(args.tol)):
         raise UserError(f"--tol must be a finite number >= 0, got {args.tol}")
     if not args.results.is_dir():

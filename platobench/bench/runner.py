@@ -3,6 +3,7 @@ pair x setting, write one record each. A failing model or pair does not lose the
 
 from __future__ import annotations
 
+import sys
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from platobench.data import get_dataset
 from platobench.encoders.runtime import resolve_device
 from platobench.errors import UserError
 from platobench.features.extract import extract, feature_key, note_limit
+from platobench.features.slices import cached_superset
 from platobench.features.store import FeatureEntry, FeatureStore, check_same_samples
 from platobench.zoo import ModelSpec
 
@@ -88,8 +90,9 @@ class JobInputs:
 
 
 def job_inputs(setting: Setting, limit: int | None, cache: dict[Any, Any]) -> JobInputs:
-    """The inputs of `setting`; datasets are memoised in `cache` (failures included). Paired: the
-    dataset's images and caption `caption_index`. Zero-shot: the class dataset's images and its prompts."""
+    """The inputs of `setting`; datasets are memoised in `cache` (failures included). Paired: the first
+    `limit` samples' images and caption `caption_index` (checked to exist for every sample). Zero-shot:
+    the first `limit` images of each class and the class prompts (`zeroshot_inputs`)."""
     k: Any = (setting.kind, setting.dataset)
     if setting.kind == "zeroshot":
         k += (tuple(sorted((o, repr(v)) for o, v in setting.options.items())),)
@@ -111,6 +114,7 @@ def job_inputs(setting: Setting, limit: int | None, cache: dict[Any, Any]) -> Jo
         ds, prompts = got
         kwargs = {"labels": ds.labels, "prompts": prompts}
         return JobInputs(prompts, prompts.prompt, prompts.texts, ds, False, kwargs)
+    got.captions(setting.caption_index)  # UserError now, before any model runs, when a sample lacks it
     return JobInputs(got, f"caption:{setting.caption_index}", None, got, True, {})
 
 
@@ -124,7 +128,10 @@ def plan_rows(jobs: list[Job], opts: RunOptions, store: FeatureStore) -> list[di
             try:
                 data, prompt, _ = job_inputs(job.setting, opts.limit, cache).of(spec)
                 k = (spec.name, data.fingerprint, prompt)
-                cached: Any = store.get(feature_key(spec, data, prompt=prompt, device=dev)) is not None
+                key = feature_key(spec, data, prompt=prompt, device=dev)
+                cached: Any = store.get(key) is not None
+                if not cached and (superset := cached_superset(store, key, data.ids)) is not None:
+                    cached = f"first {len(data)} of {len(superset)} cached samples"
                 dataset = data.name
             except (UserError, RuntimeError) as exc:
                 k, dataset = (spec.name, job.setting.dataset, "?"), job.setting.dataset
@@ -138,14 +145,50 @@ def plan_rows(jobs: list[Job], opts: RunOptions, store: FeatureStore) -> list[di
     return list(rows.values())
 
 
-def _up_to_date(path: Path, inputs: dict[str, Any], setting: Setting) -> bool:
+def warn_limited(limit: int | None) -> None:
+    """One stderr line when `limit` is set: a limited run is a test, not a result to compare."""
+    if limit is not None:
+        print(f"--limit {limit}: a limited run is for testing only; its scores are not comparable with records "
+              "on the full datasets (its records carry extra.limit and, having other samples, rank on boards "
+              "of their own)", file=sys.stderr, flush=True)
+
+
+def record_limits(record: ResultRecord) -> list[int | None]:
+    """The limits `check` rebuilds `record`'s inputs with, in order: the run's --limit (`extra.limit`,
+    when a positive integer), the record's n (a paired set's first n samples), then none (all samples)."""
+    own = record.extra.get("limit")
+    first = [own] if isinstance(own, int) and not isinstance(own, bool) and own >= 1 else []
+    return list(dict.fromkeys([*first, record.dataset.n, None]))
+
+
+def prepare_inputs(jobs: list[Job], opts: RunOptions, cache: dict[Any, Any]) -> None:
+    """Build and check the inputs of every setting of `jobs` (memoised in `cache`, failures included)
+    before any model runs; one stderr line per setting whose inputs fail (its jobs then fail with that
+    reason in `execute`, the others run)."""
+    seen: set[str] = set()
+    for job in jobs:
+        sid = job.setting.id
+        if sid in seen or (opts.skip_existing and record_path(opts.out, sid, job.language.name, job.vision.name).is_file()):
+            continue
+        seen.add(sid)
+        try:
+            job_inputs(job.setting, opts.limit, cache)
+        except Exception as exc:  # noqa: BLE001 -- reported here, failed per job by `execute`
+            print(f"setting {sid}: inputs cannot be built ({str(exc)[:300]}); its records are skipped",
+                  file=sys.stderr, flush=True)
+
+
+def _up_to_date(path: Path, inputs: dict[str, Any], setting: Setting, limit: int | None) -> bool:
+    """The record at `path` was computed from these feature entries, this setting and this --limit (a
+    limit that cut nothing gives the full run's entries, but the record must not keep a stale mark)."""
     if not path.is_file():
         return False
     try:
         old = load_record(path)
     except UserError:
         return False
-    return old.extra.get("inputs") == inputs and old.extra.get("setting_config") == setting.model_dump(mode="json")
+    return (old.extra.get("inputs") == inputs and old.extra.get("setting_config") == setting.model_dump(mode="json")
+            and old.extra.get("limit") == limit)
 
 
 def execute(
@@ -154,11 +197,14 @@ def execute(
     store: FeatureStore,
     scorers: dict[str, Callable[..., ResultRecord]],
 ) -> RunSummary:
-    """Run every job; errors are caught per model and per pair and reported in the summary."""
+    """Run every job; errors are caught per model and per pair and reported in the summary. Every
+    setting's inputs are built (and a failing one reported) before the first model runs."""
     summary = RunSummary()
     entries: dict[tuple[str, str, str], FeatureEntry | Exception] = {}
     inputs_cache: dict[Any, Any] = {}
     dev = resolve_device(opts.device)
+    warn_limited(opts.limit)
+    prepare_inputs(jobs, opts, inputs_cache)
 
     def key_digest(spec: ModelSpec, inputs: JobInputs) -> str:
         data, prompt, _ = inputs.of(spec)
@@ -196,7 +242,7 @@ def execute(
             # The cache key of each input is known without extracting: a record whose inputs and setting
             # are unchanged is reused before any model runs (a fresh clone reuses the committed records).
             inputs = {"language": key_digest(job.language, job_in), "vision": key_digest(job.vision, job_in)}
-            if not opts.force and _up_to_date(path, inputs, job.setting):
+            if not opts.force and _up_to_date(path, inputs, job.setting, opts.limit):
                 summary.up_to_date.append(label)
                 summary.reused.append(str(path))
                 continue
@@ -213,6 +259,8 @@ def execute(
                 **job_in.scorer_kwargs,
             )
             record.extra["setting_config"] = job.setting.model_dump(mode="json")
+            if opts.limit is not None:
+                record.extra["limit"] = opts.limit
             summary.written.append(str(write_record(opts.out, record)))
         except Exception as exc:
             summary.failed[label] = f"{type(exc).__name__}: {exc}"

@@ -25,7 +25,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from platobench.bench.settings import Setting
 from platobench.data import ClassDataset, fingerprint, get_dataset, options_of
+from platobench.data.subset import first_per_class
 from platobench.errors import UserError
+from platobench.files.ids import shown
 from platobench.metrics.matching import SOLVERS
 
 
@@ -127,26 +129,10 @@ def prompt_set(dataset: ClassDataset, prompts: str, templates: str | None) -> Pr
     return PromptSet(f"{dataset.name}+prompts", dataset.revision, texts, classes, list(names), key)
 
 
-def first_per_class(dataset: ClassDataset, per_class: int) -> ClassDataset:
-    """The first `per_class` images of each class (dataset order kept); same name and revision, the
-    ids (and so the cache key and fingerprint) name the subset."""
-    taken = [0] * len(dataset.class_names)
-    keep = []
-    for i, y in enumerate(dataset.labels):
-        if taken[y] < per_class:
-            taken[y] += 1
-            keep.append(i)
-    if len(keep) == len(dataset):
-        return dataset
-    return ClassDataset(
-        dataset.name, dataset.revision, [dataset.ids[i] for i in keep], [dataset.labels[i] for i in keep],
-        dataset.class_names, dataset.templates, lambda j: dataset.image(keep[j]),
-        class_descriptions=dataset.class_descriptions,
-    )
-
-
 def zeroshot_inputs(setting: Setting, limit: int | None = None) -> tuple[ClassDataset, PromptSet]:
-    """The class dataset (first `limit` samples, then at most `per_class` per class) and its prompt set."""
+    """The class dataset and its prompt set. `limit` (run --limit) and the option `per_class` both keep
+    the first images of each class in dataset order, so at most min(limit, per_class) per class. UserError
+    naming the setting when a class is left without images (every class must be matched)."""
     opts = ZeroshotOptions.of(setting)
     ds_options: dict[str, Any] = {}
     if opts.templates is not None:
@@ -162,5 +148,10 @@ def zeroshot_inputs(setting: Setting, limit: int | None = None) -> tuple[ClassDa
         raise UserError(f"setting {setting.id!r} is zero-shot but dataset {setting.dataset!r} is not a class dataset")
     if opts.per_class is not None:
         dataset = first_per_class(dataset, opts.per_class)
+    empty = sorted(set(range(len(dataset.class_names))) - set(dataset.labels))
+    if empty:
+        names = ", ".join(shown(dataset.class_names[c], 40) for c in empty[:5])
+        raise UserError(f"setting {setting.id!r}: {len(empty)} class(es) of {dataset.name!r} have no images "
+                        f"({names}{', ...' if len(empty) > 5 else ''}); every class needs at least one")
     return dataset, prompt_set(dataset, opts.prompts, opts.templates)
 

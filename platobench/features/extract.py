@@ -28,6 +28,7 @@ from tqdm.auto import tqdm
 from platobench.encoders import layer_ids_of, load_encoder, packaged
 from platobench.encoders.runtime import resolve_device, resolve_dtype
 from platobench.errors import UserError
+from platobench.features.slices import reuse_superset
 from platobench.features.store import FeatureEntry, FeatureKey, FeatureStore
 from platobench.files.ids import shown
 
@@ -78,6 +79,7 @@ class ExtractReport:
     widths: list[int]
     cached: bool
     seconds: float
+    sliced_from: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -186,6 +188,7 @@ def encode_images(
     loader = DataLoader(
         _ImageView(dataset, positions, encoder.transform), batch_size=batch_size, shuffle=False,
         num_workers=num_workers, persistent_workers=False,
+        collate_fn=getattr(encoder, "collate", None),  # simple-protocol encoders batch PIL images as a list
     )
     per_batch: list[list[torch.Tensor]] = []
     for pixels in loader:
@@ -302,8 +305,10 @@ def extract(
     """Features of every sample of `dataset` under `spec`, from the cache or computed now (and cached).
 
     Text models read `texts` (one per sample; e.g. class prompts) or the dataset's captions selected by
-    `prompt` ("caption:<index>"); vision models read the images. A warm cache loads no model at all.
-    Returns the entry (lazy per-layer [N, D_l] tensors) and the report `--json` prints."""
+    `prompt` ("caption:<index>"); vision models read the images. A warm cache loads no model at all, and
+    neither does a limited dataset whose samples are the first ones of a cached entry of the same model
+    and dataset: those rows are copied into an entry of their own (`slices`; the report's `sliced_from`
+    names the source). Returns the entry (lazy per-layer [N, D_l] tensors) and the report `--json` prints."""
     check_extract_options(batch_size=batch_size, chunk_size=chunk_size, num_workers=num_workers)
     t0 = time.perf_counter()
     state = parallel_state()
@@ -312,6 +317,8 @@ def extract(
         prompt = "image"
     key = feature_key(spec, dataset, prompt=prompt, device=dev, dtype=dtype)
     entry = _verified(store, key)
+    if entry is None:
+        entry = reuse_superset(store, key, dataset.ids, say=state is None or state.is_main_process)
     cached = entry is not None
     if entry is None:
         encoder = load_encoder(spec, device=dev, dtype=dtype, home=home)
@@ -342,7 +349,7 @@ def extract(
     report = ExtractReport(
         model=spec.name, dataset=dataset.name, path=str(entry.path), n=len(entry.ids),
         layers=list(entry.layer_ids), widths=list(entry.widths), cached=cached,
-        seconds=round(time.perf_counter() - t0, 3),
+        seconds=round(time.perf_counter() - t0, 3), sliced_from=entry.manifest.get("sliced_from"),
     )
     return entry, report
 

@@ -25,7 +25,7 @@ import os
 import re
 import shutil
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -356,6 +356,12 @@ class FeatureStore:
             if (path / info["file"]).stat().st_size != info["bytes"]:
                 return None
         return FeatureEntry(path, manifest)
+
+    def find(self, match: Callable[[dict[str, Any]], bool]) -> list[FeatureEntry]:
+        """Complete entries whose sound manifest satisfies `match` and whose files pass `get`'s cheap checks."""
+        manifests = ((d.name, self._read_manifest(d.name)[0]) for d in self._dirs())
+        loaded = (self._load(digest) for digest, m in manifests if m is not None and match(m))
+        return [e for e in loaded if e is not None]
 
     def writer(
         self,

@@ -236,9 +236,10 @@ class EntryWriter:
             )
         return st_load(data)
 
-    def finalize(self) -> FeatureEntry:
+    def finalize(self, *, sliced_from: str | None = None) -> FeatureEntry:
         """Join the chunks into one file per layer, write the manifest (the entry is complete from that
-        moment), drop the chunks and release the lock."""
+        moment), drop the chunks and release the lock. `sliced_from`: the digest of the entry whose first
+        rows these are (recorded in the manifest; an entry that was already complete is returned as is)."""
         if self.entry is not None:
             self.close()
             return self.entry
@@ -267,6 +268,8 @@ class EntryWriter:
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "platobench_version": __version__,
         }
+        if sliced_from is not None:
+            manifest["sliced_from"] = sliced_from
         atomic_write_bytes(self.dir / "manifest.json", json_bytes(manifest))
         shutil.rmtree(self.partial, ignore_errors=True)
         self.entry = FeatureEntry(self.dir, manifest)
