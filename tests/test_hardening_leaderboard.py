@@ -100,7 +100,7 @@ def test_readme_renders_without_markup_from_records():
     assert "<script" not in page and "<iframe" not in page and "<a " not in page and "<code>code" not in page
     assert page.count("<table>") == text.count("\n|---")
     first = re.search(r"<table>.*?</table>", page, re.DOTALL).group(0)
-    assert {len(re.findall(r"<t[dh]", tr)) for tr in re.findall(r"<tr>.*?</tr>", first, re.DOTALL)} == {10}
+    assert {len(re.findall(r"<t[dh]", tr)) for tr in re.findall(r"<tr>.*?</tr>", first, re.DOTALL)} == {12}
 
 
 def test_readme_of_plain_records_is_unchanged_by_escaping():

@@ -2,8 +2,10 @@
 a static index.html and PNG plots (`platobench leaderboard`).
 
 A *board* is every record of one setting measured on one sample set (same dataset fingerprint): scores are
-only ranked against scores of the same protocol on the same samples. Ranks use competition ranking
-("1, 2, 2, 4"); a record whose score is not finite is shown as missing and gets no rank. Aggregates never
+only ranked against scores of the same protocol on the same samples. Ranks are the ones the data can
+support (platobench/bench/ranks.py): a record whose CI overlaps the CI of its tie group's leader shares
+the leader's rank, shown as "1=" (competition ranking: "1=, 1=, 3"); a record whose score is not finite is
+shown as missing and gets no rank. Aggregates never
 skip missing values: a language model that lacks a vision reference of its board has no mean (it shows as
 "missing (k/n)"), and a pair that lacks a setting shows as missing in the overview, never as a better mean.
 
@@ -32,6 +34,8 @@ from typing import Any
 
 from platobench.bench.baselines import board_sentence, is_baseline, verdicts
 from platobench.bench.leaderboard_folder import MARKER, MARKER_TEXT, check_out_dir, staged_build, write_file
+from platobench.bench.leaderboard_notes import MISSING, TIE_RULE, p_floor_sentence, rank_labels
+from platobench.bench.ranks import tie_ranks
 from platobench.bench.results import ResultRecord, load_records_checked
 from platobench.bench.safe_text import csv_cell, md_text, one_line
 from platobench.errors import UserError
@@ -39,7 +43,6 @@ from platobench.files.ids import shown
 from platobench.files.yaml_safe import read_yaml
 
 PAPER_VALUES = Path(__file__).with_name("paper_values.yaml")
-MISSING = "missing"
 CSV_COLUMNS = (
     "setting", "dataset", "n", "dataset_fingerprint", "rank", "language", "vision", "language_family",
     "vision_family", "language_kind", "vision_kind", "is_baseline", "verdict", "metric", "higher_is_better", "score", "calibrated",
@@ -60,10 +63,12 @@ def finite(value: float | None) -> bool:
 
 @dataclass(frozen=True)
 class Ranked:
-    """One record of a board with its rank (None when the score is missing or not finite)."""
+    """One record of a board with its rank (None when the score is missing or not finite); `label` is the
+    rank as the tables show it ("2=" for a rank shared with another record, "missing" for None)."""
 
     rank: int | None
     record: ResultRecord
+    label: str = MISSING
 
 
 @dataclass
@@ -109,8 +114,9 @@ class Board:
 
 
 def rank_records(records: list[ResultRecord]) -> list[Ranked]:
-    """Competition ranks of records that share a protocol: best score first (the metric's direction);
-    equal scores share a rank; non-finite scores come last, unranked."""
+    """Ranks of records that share a protocol, best score first (the metric's direction; equal scores in
+    order of the model names): a record whose CI overlaps its tie group leader's CI shares the leader's
+    rank (`tie_ranks`); non-finite scores come last, unranked."""
     if not records:
         return []
     higher = records[0].metric.higher_is_better
@@ -118,12 +124,10 @@ def rank_records(records: list[ResultRecord]) -> list[Ranked]:
         raise UserError("cannot rank records whose metrics disagree on the direction (higher/lower is better)")
     scored = [r for r in records if finite(r.score)]
     scored.sort(key=lambda r: (-r.score if higher else r.score, r.language.name, r.vision.name))
-    out: list[Ranked] = []
-    for i, r in enumerate(scored):
-        tied = i > 0 and scored[i - 1].score == r.score
-        out.append(Ranked(out[-1].rank if tied else i + 1, r))
-    out += [Ranked(None, r) for r in records if not finite(r.score)]
-    return out
+    cis = [None if r.ci is None else (r.ci.lo, r.ci.hi) for r in scored]
+    ranks = tie_ranks([r.score for r in scored], cis, higher)
+    out = [Ranked(rank, r, label) for rank, r, label in zip(ranks, scored, rank_labels(ranks))]
+    return out + [Ranked(None, r) for r in records if not finite(r.score)]
 
 
 def build_boards(records: list[ResultRecord]) -> list[Board]:
@@ -293,22 +297,27 @@ def readme(boards: list[Board], records: list[ResultRecord], paper: list[dict[st
         f"layer indices of the grid. `{MISSING}` marks a value that was not measured — never skipped silently.",
         "*(baseline)* tags a negative control (zoo family `baseline/`); *verdict* compares a real pair with the",
         "board's strongest baseline: *beats baselines* only when its CI lies entirely beyond that baseline's CI.",
+        "*null mean*: the mean score of the permutation null; *chance*: the score expected of unrelated",
+        "representations (the record's `chance`). A rank marked `=` is shared by rows whose CIs overlap.",
         "",
     ]
     for board in boards:
         lines += [f"## {md_text(board.title)}", ""]
         got = board.verdicts
         lines += _md_table(
-            ["rank", "language model", "vision model", "score", "calibrated", "CI", "p", "layers", "params (L / V)",
-             "verdict"],
+            ["rank", "language model", "vision model", "score", "calibrated", "CI", "p", "null mean", "chance",
+             "layers", "params (L / V)", "verdict"],
             [[
-                str(row.rank) if row.rank is not None else MISSING, model_cell(r.language.name),
-                model_cell(r.vision.name), fmt(r.score), fmt(r.calibrated), fmt_ci(r),
-                fmt(r.null.p_value if r.null else None), fmt_layers(r),
+                row.label, model_cell(r.language.name), model_cell(r.vision.name), fmt(r.score), fmt(r.calibrated),
+                fmt_ci(r), fmt(r.null.p_value if r.null else None), fmt(r.null.mean if r.null else None),
+                fmt(r.chance), fmt_layers(r),
                 f"{fmt_params(r.language.params_m)} / {fmt_params(r.vision.params_m)}", got.get(r.pair_id, ""),
             ] for row in board.rows for r in [row.record]],
         )
-        lines += ["", md_text(board.sentence, brackets=False)]  # its CI "[lo, hi]" stays as written
+        lines += ["", TIE_RULE, ""]
+        p_note = p_floor_sentence([row.record for row in board.rows])
+        lines += [p_note, ""] if p_note else []
+        lines += [md_text(board.sentence, brackets=False)]  # its CI "[lo, hi]" stays as written
         vision = board.vision_models
         if len(vision) > 1:
             lines += ["", f"Per language model, mean over the {len(vision)} vision models of this board:", ""]
@@ -370,7 +379,7 @@ def build_leaderboard(results_dir: Path, out_dir: Path, *, with_plots: bool = Tr
     previous build stays as it was when anything fails. Files that are not valid records are left out
     and listed in the summary's `problems`. UserError when no valid record remains or `out_dir` may not
     be replaced (platobench/bench/leaderboard_folder.py); WriteError naming the path when a write fails."""
-    from platobench.bench import leaderboard_html, plots
+    from platobench.bench import leaderboard_html
 
     results_dir, out_dir = Path(results_dir), Path(out_dir)
     if not results_dir.is_dir():
@@ -387,6 +396,8 @@ def build_leaderboard(results_dir: Path, out_dir: Path, *, with_plots: bool = Tr
     plotted: dict[str, Any] = {"files": [], "notes": []}
     with staged_build(target) as staging:
         if with_plots:
+            from platobench.bench import plots  # matplotlib, and the metric descriptors (torch)
+
             plotted = plots.plot_all(boards, staging)
         write_file(staging, out_dir, MARKER, MARKER_TEXT)
         write_file(staging, out_dir, "README.md", readme(boards, records, paper, plotted))

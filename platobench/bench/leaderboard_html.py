@@ -2,9 +2,11 @@
 asset) that opens offline from the file system.
 
 The ranked tables are rendered by the page's script from the records embedded as JSON; clicking a column
-header sorts every ranked table by that column (again: reverse), and a select filters rows by model family
-(of the language or the vision model). The state lives in the URL fragment — `#family=demo&sort=score&dir=desc`
-— so a view can be linked. Missing values sort last in either direction. The per-language means, the
+header sorts that table only (best first on the first click: descending for a higher-is-better column,
+ascending for a lower-is-better one or a text column; again: reverse), and a select filters rows by model
+family (of the language or the vision model; every family of every record is listed). The state lives in
+the URL fragment, one sort per table keyed by the table's id — `#family=demo&board-0=score.desc` — so a
+view can be linked. Missing values sort last in either direction. The per-language means, the
 pair x setting overview and the values reported by papers are static tables (the overview follows the filter).
 Baseline rows (zoo family `baseline/`) are shaded and their baseline model carries a "baseline" tag; the
 verdict column and the sentence under each table compare real pairs with the board's strongest baseline.
@@ -17,15 +19,26 @@ import json
 from typing import Any
 
 from platobench.bench.baselines import is_baseline
-from platobench.bench.leaderboard import MISSING, Board, family, finite, fmt, language_summary, overview
+from platobench.bench.leaderboard import Board, Ranked, family, finite, fmt, language_summary, overview
+from platobench.bench.leaderboard_notes import MISSING, TIE_RULE, p_floor_sentence
 from platobench.bench.results import ResultRecord
 
 COLUMNS = [  # key, header, kind ("num" sorts numerically, "text" alphabetically)
     ("rank", "rank", "num"), ("language", "language model", "text"), ("vision", "vision model", "text"),
     ("score", "score", "num"), ("calibrated", "calibrated", "num"), ("ci", "CI", "num"), ("p", "p", "num"),
-    ("layers", "layers (L, V)", "text"), ("params_language", "params L (M)", "num"),
-    ("params_vision", "params V (M)", "num"), ("verdict", "verdict vs baselines", "text"),
+    ("null_mean", "null mean", "num"), ("chance", "chance", "num"), ("layers", "layers (L, V)", "text"),
+    ("params_language", "params L (M)", "num"), ("params_vision", "params V (M)", "num"),
+    ("verdict", "verdict vs baselines", "text"),
 ]
+# Columns in the metric's units: their first click sorts best first (descending when higher is better).
+METRIC_COLUMNS = ("score", "calibrated", "ci", "null_mean", "chance")
+
+
+def first_directions(higher_is_better: bool) -> dict[str, str]:
+    """Column key -> direction ("asc"/"desc") of a column's first click in a board of that metric direction:
+    best first for the metric's columns, ascending for rank, p, parameter counts and text."""
+    best = "desc" if higher_is_better else "asc"
+    return {key: best if key in METRIC_COLUMNS else "asc" for key, _, _ in COLUMNS}
 
 _CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
@@ -40,23 +53,37 @@ td.missing{color:#a00;font-style:italic}
 tr.baseline td{background:#eef2f7;color:#445}
 .tag{font-size:80%;border:1px solid #889;border-radius:3px;padding:0 .3em;margin-left:.4em;color:#445}
 p.verdict{font-weight:600}
+p.note{font-size:90%;color:#444;max-width:60em}
 img{max-width:48%;margin:.3em;border:1px solid #ddd}
 """
 
 _JS = r"""
 (function () {
   var data = JSON.parse(document.getElementById("pb-data").textContent);
-  var columns = data.columns;
-  function parseHash() {
-    var s = {family: "", sort: "rank", dir: "asc"};
+  var columns = data.columns, kinds = Object.create(null), boards = Object.create(null);
+  columns.forEach(function (c) { kinds[c[0]] = c[2]; });
+  data.boards.forEach(function (b) { boards[b.id] = b; });
+  var DEFAULT = {key: "rank", dir: "asc"};
+  function parseHash() {  // {family, sorts: table id -> {key, dir}}; unknown or malformed parts are ignored
+    var s = {family: "", sorts: Object.create(null)};
     location.hash.replace(/^#/, "").split("&").forEach(function (kv) {
-      var p = kv.split("=");
-      if (p.length === 2 && p[0] in s) s[p[0]] = decodeURIComponent(p[1]);
+      var i = kv.indexOf("=");
+      if (i < 0) return;
+      var k = kv.slice(0, i), v;
+      try { v = decodeURIComponent(kv.slice(i + 1)); } catch (e) { return; }
+      if (k === "family") { s.family = v; return; }
+      var m = /^(\w+)\.(asc|desc)$/.exec(v);
+      if (k in boards && m && m[1] in kinds) s.sorts[k] = {key: m[1], dir: m[2]};
     });
     return s;
   }
   function setHash(s) {
-    location.hash = "family=" + encodeURIComponent(s.family) + "&sort=" + s.sort + "&dir=" + s.dir;
+    var parts = ["family=" + encodeURIComponent(s.family)];
+    data.boards.forEach(function (b) {
+      var o = s.sorts[b.id];
+      if (o) parts.push(b.id + "=" + o.key + "." + o.dir);
+    });
+    location.hash = parts.join("&");
   }
   function cmp(kind, dir) {
     return function (a, b) {
@@ -69,21 +96,20 @@ _JS = r"""
   function matches(families, fam) { return !fam || families.indexOf(fam) >= 0; }
   function render() {
     var s = parseHash();
-    var kind = "num";
-    columns.forEach(function (c) { if (c[0] === s.sort) kind = c[2]; });
     document.getElementById("family").value = s.family;
     data.boards.forEach(function (board) {
+      var o = s.sorts[board.id] || DEFAULT;
       var table = document.getElementById(board.id);
       var thead = "<tr>" + columns.map(function (c) {
-        var sort = c[0] === s.sort ? (s.dir === "asc" ? "ascending" : "descending") : "none";
+        var sort = c[0] === o.key ? (o.dir === "asc" ? "ascending" : "descending") : "none";
         return '<th data-key="' + c[0] + '" aria-sort="' + sort + '" class="' + (c[2] === "text" ? "t" : "") + '">' + c[1] + "</th>";
       }).join("") + "</tr>";
       var rows = board.rows.filter(function (r) { return matches(r.families, s.family); }).map(function (r) {
-        return {sort: r.sort[s.sort], row: r};
+        return {sort: r.sort[o.key], row: r};
       });
-      rows.sort(cmp(kind, s.dir));
-      var body = rows.map(function (o) {
-        var r = o.row;
+      rows.sort(cmp(kinds[o.key], o.dir));
+      var body = rows.map(function (x) {
+        var r = x.row;
         return '<tr class="pb-row' + (r.baseline ? " baseline" : "") + '" data-language="' + r.language +
           '" data-vision="' + r.vision + '">' +
           columns.map(function (c) {
@@ -101,11 +127,11 @@ _JS = r"""
     });
   }
   document.addEventListener("click", function (ev) {
-    var th = ev.target.closest("th[data-key]");
-    if (!th) return;
-    var s = parseHash(), key = th.getAttribute("data-key");
-    s.dir = s.sort === key && s.dir === "asc" ? "desc" : "asc";
-    s.sort = key;
+    var th = ev.target.closest("th[data-key]"), table = th && th.closest("table");
+    if (!table || !(table.id in boards)) return;
+    var s = parseHash(), key = th.getAttribute("data-key"), o = s.sorts[table.id] || DEFAULT;
+    var dir = o.key === key ? (o.dir === "asc" ? "desc" : "asc") : boards[table.id].first[key];
+    s.sorts[table.id] = {key: key, dir: dir};
     setHash(s);
   });
   document.getElementById("family").addEventListener("change", function (ev) {
@@ -129,24 +155,27 @@ def _name_cell(name: str) -> str:
     return html.escape(name) + tag
 
 
-def _row(rank: int | None, r: ResultRecord, verdict: str = "") -> dict[str, Any]:
-    """A ranked-table row: display cells (HTML-escaped text), sort keys (numbers or strings; None = missing,
-    also for a non-finite number, which JSON cannot hold), the families it belongs to, and whether it is a
-    baseline row."""
+def _row(row: Ranked, verdict: str = "") -> dict[str, Any]:
+    """A ranked-table row: display cells (HTML-escaped text; the rank with its tie marker, "1="), sort keys
+    (numbers or strings; None = missing, also for a non-finite number, which JSON cannot hold; the CI sorts
+    by its end nearer the worst score), the families it belongs to, and whether it is a baseline row."""
     esc = html.escape
+    r = row.record
     layers = f"{r.layers[0]}, {r.layers[1]}" if r.layers is not None else MISSING
     p = r.null.p_value if r.null is not None else None
+    null_mean = r.null.mean if r.null is not None else None
+    ci_end = None if r.ci is None else r.ci.lo if r.metric.higher_is_better else r.ci.hi
     cells = {
-        "rank": str(rank) if rank is not None else MISSING, "language": _name_cell(r.language.name),
+        "rank": row.label, "language": _name_cell(r.language.name),
         "vision": _name_cell(r.vision.name), "score": fmt(r.score), "calibrated": fmt(r.calibrated),
         "ci": f"[{r.ci.lo:.3f}, {r.ci.hi:.3f}]" if r.ci is not None else MISSING, "p": fmt(p),
-        "layers": layers, "params_language": f"{r.language.params_m:g}" if r.language.params_m else MISSING,
+        "null_mean": fmt(null_mean), "chance": fmt(r.chance), "layers": layers, "params_language": f"{r.language.params_m:g}" if r.language.params_m else MISSING,
         "params_vision": f"{r.vision.params_m:g}" if r.vision.params_m else MISSING, "verdict": esc(verdict),
     }
     sort = {
-        "rank": rank, "language": r.language.name, "vision": r.vision.name, "score": _num(r.score),
-        "calibrated": _num(r.calibrated), "ci": _num(r.ci.lo) if r.ci is not None else None, "p": _num(p),
-        "layers": layers if r.layers is not None else None, "params_language": _num(r.language.params_m),
+        "rank": row.rank, "language": r.language.name, "vision": r.vision.name, "score": _num(r.score),
+        "calibrated": _num(r.calibrated), "ci": _num(ci_end), "p": _num(p), "null_mean": _num(null_mean),
+        "chance": _num(r.chance), "layers": layers if r.layers is not None else None, "params_language": _num(r.language.params_m),
         "params_vision": _num(r.vision.params_m), "verdict": verdict or None,
     }
     return {
@@ -174,7 +203,8 @@ def render(boards: list[Board], records: list[ResultRecord], paper: list[dict[st
     data = {
         "columns": COLUMNS,
         "boards": [
-            {"id": f"board-{i}", "rows": [_row(row.rank, row.record, got.get(row.record.pair_id, "")) for row in b.rows]}
+            {"id": f"board-{i}", "first": first_directions(b.first.metric.higher_is_better),
+             "rows": [_row(row, got.get(row.record.pair_id, "")) for row in b.rows]}
             for i, b in enumerate(boards) for got in [b.verdicts]
         ],
     }
@@ -185,13 +215,18 @@ def render(boards: list[Board], records: list[ResultRecord], paper: list[dict[st
     parts = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">', "<title>platobench leaderboard</title>",
         f"<style>{_CSS}</style></head><body>", "<h1>platobench leaderboard</h1>",
-        (f"<p>{len(records)} result records. Click a column header to sort; "
-         "<code>missing</code> marks a value that was not measured (it sorts last).</p>"),
+        (f"<p>{len(records)} result records. Click a column header to sort that table (best first, click "
+         "again to reverse); <code>missing</code> marks a value that was not measured (it sorts last). "
+         "<em>null mean</em>: mean score of the permutation null; <em>chance</em>: the score expected of "
+         "unrelated representations.</p>"),
         f'<label>model family: <select id="family"><option value="">all</option>{options}</select></label>',
         "<noscript><p>The ranked tables need JavaScript; README.md and leaderboard.csv hold the same data.</p></noscript>",
     ]
     for i, b in enumerate(boards):
+        p_note = p_floor_sentence([row.record for row in b.rows])
         parts += [f"<h2>{html.escape(b.title)}</h2>", f'<p id="board-{i}-count"></p>', f'<table id="board-{i}"></table>',
+                  f'<p class="note">{html.escape(TIE_RULE)}</p>',
+                  *([f'<p class="note">{html.escape(p_note)}</p>'] if p_note else []),
                   f'<p class="verdict">{html.escape(b.sentence)}</p>']
         vision = b.vision_models
         if len(vision) > 1:

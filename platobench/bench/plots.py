@@ -2,9 +2,11 @@
 
 - `heatmap`: a record's layer x layer score grid (language layers on y, vision layers on x), chosen pair marked.
 - `size_plot`: alignment against language-model size, one line per vision model — the PRH figure
-  (Huh et al. 2024, Fig. 3: bigger/better language models align more with vision models). A baseline
-  language model (zoo family `baseline/`) is a dotted horizontal line, not a point; a line of a baseline
-  vision model is dashed.
+  (Huh et al. 2024, Fig. 3: bigger/better language models align more with vision models) — with each
+  record's CI as error bar and the chance level and permutation-null mean as reference lines; the y axis
+  holds those and spans at least a tenth of the metric's range (`y_limits`), so noise never looks like a
+  trend. A baseline language model (zoo family `baseline/`) is a dotted horizontal line, not a point; a
+  line of a baseline vision model is dashed.
 - `llm_vs_jepa`: LLMs (kind causal_lm) and text JEPAs (kind text_jepa) side by side, per vision model
   (the comparison of Balestriero & LeCun's JEPA follow-up to PRH).
 Every function writes one PNG and returns why something was left out, so nothing is dropped silently.
@@ -26,6 +28,8 @@ from matplotlib.patches import Patch
 
 from platobench.bench.baselines import is_baseline
 from platobench.bench.results import ResultRecord
+from platobench.metrics import list_metrics
+from platobench.metrics.zeroshot import METRIC_ID as ZEROSHOT_METRIC
 
 if TYPE_CHECKING:
     from platobench.bench.leaderboard import Board
@@ -48,6 +52,12 @@ def _slug(text: str) -> str:
 def _text(value: object) -> str:
     """Record text for a label: every `$` escaped, so matplotlib draws it instead of parsing math."""
     return str(value).replace("$", r"\$")
+
+
+def _short(text: str, limit: int = 40) -> str:
+    """`text` cut to `limit` characters (ending in "…") for a legend outside the axes, which a long
+    model name would otherwise squeeze to nothing."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _save(fig: Figure, path: Path) -> None:
@@ -74,55 +84,128 @@ def heatmap(record: ResultRecord, path: Path) -> None:
 
 
 KIND_MARKERS = {"causal_lm": "o", "text_jepa": "*", "text_encoder": "s", "clip_text": "^"}
+MIN_SPAN = 0.1  # the y axis of a size plot spans at least this fraction of the metric's range
 
 
-def size_plot(records: list[ResultRecord], path: Path) -> tuple[bool, list[str]]:
-    """Score against language-model parameters (log x), one colour per vision model and one marker per
-    language-model kind; only the LLMs (causal_lm) are joined by a line, as in the PRH figure. Baseline
-    language models are drawn as dotted horizontal lines at their score (size means nothing for them).
-    Returns (written, names of language models left out because their record has no parameter count or no
-    finite score); writes nothing when no point remains."""
+def metric_range(metric_id: str) -> tuple[float, float] | None:
+    """The closed interval every score of `metric_id` lies in (platobench.metrics registry; top-1
+    accuracy [0, 1] for zero-shot matching), or None for an unbounded or unknown metric."""
+    ranges: dict[str, tuple[float, float] | None] = {m.id: m.range for m in list_metrics()}
+    ranges[ZEROSHOT_METRIC] = (0.0, 1.0)
+    return ranges.get(metric_id)
+
+
+def y_limits(values: list[float], metric_id: str) -> tuple[float, float]:
+    """The y range of a size plot that holds every finite value of `values` (scores, CI ends, chance,
+    null means; at least one finite) and never zooms into noise: it spans at least MIN_SPAN of the
+    metric's range (of the largest absolute value when the metric is unbounded), starts at the metric's
+    lower bound (0) for kNN overlaps, stays inside the metric's range where the values allow, plus 5%."""
+    finite_values = [v for v in values if np.isfinite(v)]
+    vmin, vmax = min(finite_values), max(finite_values)
+    bounds = metric_range(metric_id)
+    lo, hi = (min(vmin, bounds[0]), vmax) if bounds is not None and "knn" in metric_id else (vmin, vmax)
+    span = MIN_SPAN * (bounds[1] - bounds[0]) if bounds is not None else MIN_SPAN * (max(abs(lo), abs(hi)) or 1.0)
+    if hi - lo < span:
+        mid = (lo + hi) / 2
+        lo, hi = mid - span / 2, mid + span / 2
+        if bounds is not None:
+            shift = max(bounds[0] - lo, 0.0) - max(hi - bounds[1], 0.0)
+            lo, hi = min(lo + shift, vmin), max(hi + shift, vmax)
+    pad = 0.05 * (hi - lo)
+    return lo - pad, hi + pad
+
+
+def _error(r: ResultRecord) -> list[list[float]]:
+    """The record's CI as matplotlib's asymmetric yerr [[below], [above]] (0 without a CI)."""
+    if r.ci is None or not (np.isfinite(r.ci.lo) and np.isfinite(r.ci.hi)):
+        return [[0.0], [0.0]]
+    return [[max(r.score - r.ci.lo, 0.0)], [max(r.ci.hi - r.score, 0.0)]]
+
+
+def _references(ax: Any, records: list[ResultRecord]) -> list[Line2D]:
+    """Draw the chance level(s) of `records` and the mean of their permutation-null means (with a band
+    over the range of those means when they differ); returns the legend handles."""
+    handles = []
+    chances = sorted({r.chance for r in records if r.chance is not None and np.isfinite(r.chance)})
+    for c in chances:
+        ax.axhline(c, color="black", linestyle="-.", linewidth=1.0)
+    if chances:
+        handles.append(Line2D([], [], color="black", linestyle="-.", label="chance"))
+    means = [r.null.mean for r in records if r.null is not None and np.isfinite(r.null.mean)]
+    if means:
+        ax.axhline(float(np.mean(means)), color="dimgrey", linestyle=(0, (6, 3)), linewidth=1.0)
+        if max(means) > min(means):
+            ax.axhspan(min(means), max(means), color="grey", alpha=0.12, linewidth=0)
+        handles.append(Line2D([], [], color="dimgrey", linestyle=(0, (6, 3)),
+                              label="permutation null mean (band: its range over pairs)"))
+    return handles
+
+
+def size_figure(records: list[ResultRecord]) -> tuple[Figure | None, list[str]]:
+    """Score against language-model parameters (log x) with the record's CI as error bar, one colour per
+    vision model and one marker per language-model kind; only the LLMs (causal_lm) are joined by a line,
+    as in the PRH figure. Baseline language models are dotted horizontal lines at their score (size means
+    nothing for them); the chance level and the permutation-null mean are drawn as reference lines and the
+    y range holds them and every CI end (`y_limits`). Returns (the figure, or None when no point remains;
+    names of language models left out because their record has no parameter count or no finite score)."""
     flat = [r for r in records if is_baseline(r.language.name) and np.isfinite(r.score)]
     records_real = [r for r in records if not is_baseline(r.language.name)]
     left_out = sorted({r.language.name for r in records_real if r.language.params_m is None or not np.isfinite(r.score)})
-    points = sorted(
-        (r.vision.name, r.language.kind or "?", r.language.params_m, r.score, r.language.name)
-        for r in records_real if r.language.params_m is not None and np.isfinite(r.score)
+    plotted = sorted(
+        (r for r in records_real if r.language.params_m is not None and np.isfinite(r.score)),
+        key=lambda r: (r.vision.name, r.language.kind or "?", r.language.params_m, r.score, r.language.name),
     )
-    if not points:
-        return False, left_out
-    fig = Figure(figsize=(7, 4.5), layout="constrained")
+    if not plotted:
+        return None, left_out
+    fig = Figure(figsize=(9.5, 4.5), layout="constrained")
     ax = fig.subplots()
-    colours = {v: f"C{i}" for i, v in enumerate(sorted({p[0] for p in points}))}
+    colours = {v: f"C{i}" for i, v in enumerate(sorted({r.vision.name for r in plotted}))}
     for vision, colour in colours.items():
-        mine = [p for p in points if p[0] == vision]
-        llm = sorted((p[2], p[3]) for p in mine if p[1] == "causal_lm")
+        mine = [r for r in plotted if r.vision.name == vision]
+        llm = sorted((r.language.params_m, r.score) for r in mine if r.language.kind == "causal_lm")
         if llm:
             ax.plot([x for x, _ in llm], [y for _, y in llm], color=colour, alpha=0.6,
                     linestyle="--" if is_baseline(vision) else "-")
-        for _, kind, x, y, name in mine:
-            ax.plot(x, y, marker=KIND_MARKERS.get(kind, "D"), color=colour, markersize=8 if kind == "text_jepa" else 6)
-            ax.annotate(_text(name.split("/", 1)[-1]), (x, y), fontsize=6, xytext=(3, 3), textcoords="offset points")
+        for r in mine:
+            kind = r.language.kind or "?"
+            ax.errorbar(r.language.params_m, r.score, yerr=_error(r), marker=KIND_MARKERS.get(kind, "D"),
+                        color=colour, markersize=8 if kind == "text_jepa" else 6, capsize=3, elinewidth=1)
+            ax.annotate(_text(r.language.name.split("/", 1)[-1]), (r.language.params_m, r.score), fontsize=6,
+                        xytext=(3, 3), textcoords="offset points")
     for r in flat:
         colour = colours.get(r.vision.name, "grey")
         ax.axhline(r.score, color=colour, linestyle=":", linewidth=1.2)
         ax.annotate(_text(f"{r.language.name} (baseline)"), (0.01, r.score), xycoords=("axes fraction", "data"),
                     fontsize=6, color=colour, xytext=(0, 2), textcoords="offset points")
-    handles = [Line2D([], [], color=c, label=_text(v), linestyle="--" if is_baseline(v) else "-")
+    handles = [Line2D([], [], color=c, label=_text(_short(v)), linestyle="--" if is_baseline(v) else "-")
                for v, c in colours.items()]
     if flat:
         handles.append(Line2D([], [], color="grey", linestyle=":", label="baseline language model"))
-    handles += [Line2D([], [], color="grey", marker=KIND_MARKERS.get(k, "D"), linestyle="none", label=_text(k))
-                for k in sorted({p[1] for p in points})]
-    ax.legend(handles=handles, fontsize=7, title="vision model / language kind", title_fontsize=7)
+    handles += [Line2D([], [], color="grey", marker=KIND_MARKERS.get(k, "D"), linestyle="none",
+                       label=_text(_short(k))) for k in sorted({r.language.kind or "?" for r in plotted})]
+    shown = plotted + flat
+    handles += _references(ax, shown)
+    fig.legend(handles=handles, loc="outside right upper", fontsize=7, title="vision model / language kind\n(bars: CI)",
+               title_fontsize=7)
+    ends = [e for r in shown if r.ci is not None for e in (r.ci.lo, r.ci.hi)]
+    refs = [r.chance for r in shown if r.chance is not None] + [r.null.mean for r in shown if r.null is not None]
+    first = records[0]
+    ax.set_ylim(*y_limits([r.score for r in shown] + ends + refs, first.metric.id))
     ax.set_xscale("log")
     ax.set_xlabel("language model parameters (millions, log scale)")
-    first = records[0]
     ax.set_ylabel(_text(f"{first.metric.id} ({'higher' if first.metric.higher_is_better else 'lower'} is better)"))
     ax.set_title(_text(f"alignment vs language-model size — {first.setting} (n={first.dataset.n})"), fontsize=9)
     ax.grid(alpha=0.3)
-    _save(fig, path)
-    return True, left_out
+    return fig, left_out
+
+
+def size_plot(records: list[ResultRecord], path: Path) -> tuple[bool, list[str]]:
+    """`size_figure` written to `path` as PNG. Returns (written, language models left out); writes
+    nothing when no point remains."""
+    fig, left_out = size_figure(records)
+    if fig is not None:
+        _save(fig, path)
+    return fig is not None, left_out
 
 
 def llm_vs_jepa(records: list[ResultRecord], path: Path) -> bool:

@@ -5,26 +5,38 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from platobench.bench.pairs import resolve_pairs
-from platobench.bench.results import load_record
-from platobench.bench.runner import Job, RunOptions, execute, plan_rows
-from platobench.bench.scoring import score_paired
-from platobench.bench.settings import Catalog
-from platobench.bench.terminal_board import board_rows, render
-from platobench.bench.zeroshot_scoring import score_zeroshot
 from platobench.errors import UserError
-from platobench.features.store import FeatureStore
+from platobench.table import format_table
 from platobench.zoo import add_zoo_option, zoo_from_args
 
-SCORERS = {"paired": score_paired, "zeroshot": score_zeroshot}
+
+def scorers() -> dict[str, Callable[..., Any]]:
+    """Setting kind -> scorer. Imported when called: the scorers load torch, which building the parser
+    (`register`, `add_catalog_options`) does not need."""
+    from platobench.bench.scoring import score_paired
+    from platobench.bench.zeroshot_scoring import score_zeroshot
+
+    return {"paired": score_paired, "zeroshot": score_zeroshot}
+
+
+def __getattr__(name: str) -> Any:
+    """`SCORERS`, the mapping of `scorers()`, for importers that name it."""
+    if name != "SCORERS":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return scorers()
+
+
+def add_settings_file_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--settings-file", action="append", default=[], type=Path, metavar="FILE",
+                   help="extra settings YAML merged over the built-in one (repeatable)")
 
 
 def add_catalog_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--settings-file", action="append", default=[], type=Path, metavar="FILE",
-                   help="extra settings YAML merged over the built-in one (repeatable)")
+    add_settings_file_option(p)
     add_zoo_option(p, loads_models=True)
 
 
@@ -40,10 +52,12 @@ def register(subparsers: Any) -> None:
         ),
     )
     p.add_argument("--pairs", required=True,
-                   help="pair set (demo, default21, prh-val, all — see settings.yaml) or 'LANG:VISION,...'")
-    p.add_argument("--settings", required=True, help="setting ids or groups, comma-separated (e.g. demo, paired, prh-mknn, demo-zeroshot, zeroshot)")
+                   help="pair set (demo, default21, prh-val, all: see `platobench pairs list`) or 'LANG:VISION,...'")
+    p.add_argument("--settings", required=True, help="setting ids or groups, comma-separated (e.g. demo, paired, prh-mknn; see `platobench settings list`)")
     p.add_argument("--out", type=Path, default=Path("results"), help="results folder (default ./results)")
-    p.add_argument("--limit", type=int, default=None, help="only the first N samples of each dataset (a quick look)")
+    p.add_argument("--limit", type=int, default=None,
+                   help="a quick test, not comparable with full records: the first N samples of each paired "
+                        "dataset, the first N images of each class of a class dataset (zero-shot settings)")
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     p.add_argument("--batch-size", type=int, default=32, help="extraction batch size")
     p.add_argument("--workers", type=int, default=2, help="image-decoding workers")
@@ -56,6 +70,13 @@ def register(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from platobench.bench.pairs import resolve_pairs
+    from platobench.bench.results import load_record
+    from platobench.bench.runner import Job, RunOptions, execute, plan_rows
+    from platobench.bench.settings import Catalog
+    from platobench.bench.terminal_board import board_rows, print_board
+    from platobench.features.store import FeatureStore
+
     if args.limit is not None and args.limit < 12:
         raise UserError(f"--limit must be at least 12 samples (mutual kNN uses k=10 neighbours), got {args.limit}")
     catalog = Catalog(args.settings_file)
@@ -74,19 +95,21 @@ def _run(args: argparse.Namespace) -> int:
             print(json.dumps({"jobs": len(jobs), "extractions": rows}, indent=1))
         else:
             print(f"{len(pairs)} pairs x {len(settings)} settings = {len(jobs)} records; {len(rows)} extractions:")
-            for r in rows:
-                gib = "?" if r["est_gpu_gib"] is None else f"{r['est_gpu_gib']} GiB"
-                print(f"  {r['model']:<42} {r['dataset']:<18} {r['params_m'] or '?'!s:>8} M params  ~{gib:<10} cached: {r['cached']}")
+            cells = [[r["model"], r["dataset"], "?" if r["params_m"] is None else f"{r['params_m']:g}",
+                      "?" if r["est_gpu_gib"] is None else f"~{r['est_gpu_gib']}",
+                      {True: "yes", False: "no"}.get(r["cached"], str(r["cached"]))] for r in rows]
+            print("\n".join(format_table(("model", "dataset", "params (M)", "GPU GiB", "cached"), cells,
+                                         right={2, 3}, indent="  ")))
         return 0
     print(f"platobench run: {len(pairs)} pairs x {len(settings)} settings = {len(jobs)} records -> {args.out}",
           file=sys.stderr)
-    summary = execute(jobs, opts, store, SCORERS)
+    summary = execute(jobs, opts, store, scorers())
     records = [load_record(Path(p)) for p in summary.record_paths]
     if args.json:
         print(json.dumps({**summary.as_dict(), "board": board_rows(records)}, indent=1))
     else:
         if records:
-            print(render(records))
+            print_board(records)
         print(f"written: {len(summary.written)}, up to date (reused, inputs unchanged): {len(summary.up_to_date)}, "
               f"failed: {len(summary.failed)}")
         if summary.up_to_date:

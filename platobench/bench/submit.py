@@ -1,8 +1,13 @@
 """`platobench submit FILE.yaml`: put a new encoder on the leaderboard.
 
 1. validate: FILE is a zoo file (the format of `model_zoo.yaml`, or a bare list of entries as written by
-   `platobench jepa train`); each entry is a full `ModelSpec` (hub id, local folder, or a Python
-   "module:function" returning an encoder — FILE's folder is importable), with a new name and num_layers;
+   `platobench jepa train`); each entry is a full `ModelSpec` (hub id, local folder, or `loader: python`
+   with `source: module:name` — FILE's folder is importable), with a new name and num_layers. The simplest
+   Python encoder is a class with `encode(texts)` (text) or `encode(images)` (vision, PIL images)
+   returning a numpy array or torch tensor [N, L, D] with L = num_layers + 1 ([N, D]: one layer);
+   platobench batches, converts and checks it (platobench.encoders.python_loader; examples/ holds one of
+   each modality). A function (spec, device=, dtype=, home=) returning a TextEncoder / VisionEncoder
+   still works;
 2. mock pass on a few paired samples (the first paired setting's dataset, else openclipart-1024): the
    encoder loads, returns one [B, D_l] float32 tensor per zoo layer with the widths it declares, no
    NaN/inf, not the same vector for every sample, and the same values when the same batch is encoded
@@ -21,21 +26,22 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from platobench.bench.leaderboard import rank_records
 from platobench.bench.pairs import resolve_pairs
 from platobench.bench.results import ResultRecord, load_record, load_records, record_path
-from platobench.bench.run_command import SCORERS, add_catalog_options
-from platobench.bench.runner import Job, RunOptions, RunSummary, execute
+from platobench.bench.run_command import add_catalog_options, scorers
 from platobench.bench.settings import Catalog
 from platobench.data import DEFAULT_PAIRED, get_dataset
 from platobench.errors import UserError
-from platobench.features.extract import encode_images, encode_texts
-from platobench.features.store import FeatureStore
-from platobench.zoo import ModelSpec, Zoo, load_zoo, read_zoo_file
+from platobench.zoo import load_zoo, read_zoo_file
+
+if TYPE_CHECKING:  # torch (encoders, features, runner) loads in the mock pass and the run, not for `--help`
+    import torch
+
+    from platobench.bench.runner import RunSummary
+    from platobench.zoo import ModelSpec, Zoo
 
 DETERMINISM_RTOL, DETERMINISM_ATOL = 1e-5, 1e-6
 
@@ -58,7 +64,7 @@ def read_submission(path: Path, extra_zoo: list[str] | tuple[str, ...] = ()) -> 
     if problems:
         raise UserError("\n  ".join(problems))
     if any(s.loader == "python" for s in submitted) and str(path.resolve().parent) not in sys.path:
-        sys.path.insert(0, str(path.resolve().parent))  # "module:function" next to the submission file
+        sys.path.insert(0, str(path.resolve().parent))  # "module:name" next to the submission file
     return load_zoo([*extra_zoo, path]), submitted
 
 
@@ -76,6 +82,8 @@ class MockReport:
 
 
 def _encode(encoder: Any, dataset: Any, n: int, caption_index: int) -> list[torch.Tensor]:
+    from platobench.features.extract import encode_images, encode_texts
+
     if encoder.spec.modality == "text":
         return encode_texts(encoder, dataset.captions(caption_index)[:n], batch_size=n)
     return encode_images(encoder, dataset, range(n), batch_size=n, num_workers=0)
@@ -84,6 +92,8 @@ def _encode(encoder: Any, dataset: Any, n: int, caption_index: int) -> list[torc
 def check_outputs(spec: ModelSpec, encoder: Any, first: list[torch.Tensor], second: list[torch.Tensor], n: int) -> float:
     """Problems of a mock pass as one UserError (layers, widths, shapes, dtype, NaN, collapse, determinism);
     returns the largest absolute difference between the two passes when there is none."""
+    import torch
+
     problems = []
     want = spec.layer_ids(spec.num_layers)
     if list(encoder.layer_ids) != want:
@@ -122,6 +132,8 @@ def mock_pass(spec: ModelSpec, dataset: str = DEFAULT_PAIRED, *, caption_index: 
               device: str = "cpu") -> MockReport:
     """Load the encoder and encode the first `samples` samples of paired `dataset` (captions or images)
     twice; UserError listing every problem found (see `check_outputs`)."""
+    import torch
+
     from platobench.encoders import load_encoder
     from platobench.features.extract import EncoderOutputError, NonFiniteActivations, note_limit
 
@@ -130,8 +142,8 @@ def mock_pass(spec: ModelSpec, dataset: str = DEFAULT_PAIRED, *, caption_index: 
     if len(data) < samples:
         note_limit(samples, data, "--mock-samples")
         samples = len(data)
-    encoder = load_encoder(spec, device=device)
     try:
+        encoder = load_encoder(spec, device=device)  # a simple-protocol encoder is probed (and checked) here
         with torch.no_grad():
             first = _encode(encoder, data, samples, caption_index)
             second = _encode(encoder, data, samples, caption_index)
@@ -174,8 +186,9 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "submit", help="validate a new encoder's zoo entry, test it, score it and show where it ranks",
         description=(
-            "Submit an encoder described in a zoo file (hub id, local folder, or a Python 'module:function' "
-            "returning an encoder; FILE's folder is importable). Validates the entry, runs a mock pass on a "
+            "Submit an encoder described in a zoo file (hub id, local folder, or loader: python with source "
+            "'module:name', a class or object whose encode(texts) or encode(images) returns an array "
+            "[N, num_layers + 1, D]; FILE's folder is importable; see examples/). Validates the entry, runs a mock pass on a "
             "few samples (layer shapes and widths, no NaN, not collapsed, deterministic), scores it under the "
             "chosen settings against the references of a pair set (the vision models for a text encoder, the "
             "language models for a vision encoder), writes the records under OUT and prints where it ranks "
@@ -186,7 +199,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--settings", default="demo", help="setting ids or groups, comma-separated (default: demo, offline)")
     p.add_argument("--pairs", default="demo", help="pair set or 'LANG:VISION,...' whose references to score against (default demo)")
     p.add_argument("--out", type=Path, default=Path("results"), help="results folder (default ./results)")
-    p.add_argument("--limit", type=int, default=None, help="only the first N samples of each dataset")
+    p.add_argument("--limit", type=int, default=None,
+                   help="a quick test, not comparable with full records: the first N samples of each paired "
+                        "dataset, the first N images of each class of a class dataset")
     p.add_argument("--mock-samples", type=int, default=4, help="samples of the mock pass (default 4)")
     p.add_argument("--mock-only", action="store_true", help="stop after validation and the mock pass")
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
@@ -197,6 +212,9 @@ def register(subparsers: Any) -> None:
 
 
 def _submit(args: argparse.Namespace) -> int:
+    from platobench.bench.runner import Job, RunOptions, execute
+    from platobench.features.store import FeatureStore
+
     if args.mock_samples < 2:
         raise UserError(f"--mock-samples must be at least 2, got {args.mock_samples}")
     if args.limit is not None and args.limit < 12:
@@ -223,7 +241,7 @@ def _submit(args: argparse.Namespace) -> int:
     say(f"scoring {len(jobs)} pair x setting records -> {args.out}")
     opts = RunOptions(out=args.out, limit=args.limit, device=args.device, batch_size=args.batch_size,
                       progress=not args.json)
-    summary: RunSummary = execute(jobs, opts, FeatureStore(), SCORERS)
+    summary: RunSummary = execute(jobs, opts, FeatureStore(), scorers())
     records = load_records(args.out)
     produced = {record_path(args.out, j.setting.id, j.language.name, j.vision.name) for j in jobs}
     mine = [load_record(p) for p in sorted(produced) if p.is_file()]
@@ -231,6 +249,9 @@ def _submit(args: argparse.Namespace) -> int:
         spec.name: standings(spec, records, [r for r in mine if spec.name in (r.language.name, r.vision.name)])
         for spec in submitted
     })
+    from platobench.bench.terminal_board import board_rows, print_board
+
+    report["board"] = board_rows(mine)
     if args.json:
         print(json.dumps(report, indent=1))
     else:
@@ -238,6 +259,9 @@ def _submit(args: argparse.Namespace) -> int:
             for row in rows:
                 print(f"{name} — {row['setting']} vs {row['reference']} (n={row['n']}): score {row['score']:.4f}, "
                       f"rank {row['rank'] if row['rank'] is not None else 'none (score missing)'} of {row['of']}")
+        if mine:
+            print()
+            print_board(mine)
         for label, why in summary.failed.items():
             print(f"FAILED {label}: {why}")
     return 1 if summary.failed else 0

@@ -6,19 +6,18 @@ import argparse
 import json
 import re
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-import torch
-from safetensors import SafetensorError
-from safetensors.torch import load_file
+from typing import TYPE_CHECKING, Any
 
 from platobench.errors import UserError
 from platobench.files.ids import shown
-from platobench.metrics import get_metric, list_metrics
-from platobench.metrics.api import summarize_layers
-from platobench.metrics.preprocess import PREPROCESS_MODES
-from platobench.metrics.selection import select
+
+if TYPE_CHECKING:  # numpy, torch and the metrics load in the handlers, not while the parser is built
+    import numpy as np
+    import torch
+
+#: `--preprocess` choices: sorted(platobench.metrics.preprocess.PREPROCESS_MODES), spelled out so that
+#: building the parser does not import torch (tests/test_cli_startup.py checks they agree).
+PREPROCESS_CHOICES = ("l2", "none", "prh", "prh_exact")
 
 
 def register(subparsers: Any) -> None:
@@ -32,12 +31,13 @@ def register(subparsers: Any) -> None:
             "Score the layer grid of two feature sets. Inputs are either two models' cached features on a dataset "
             "(--x-model/--y-model with --dataset; extracted first if missing) or two files (--x/--y): .npy [N, D] or "
             "[L, N, D], or .safetensors with one tensor per layer, keys ending in the layer index (layer.0, layer.1, ...; "
-            "read in numeric order). Prints the selected score and its layers (positions in that order)."
+            "read in numeric order). Prints the selected score and its layers (positions in that order), the chance "
+            "level and, with --null B, the permutation null (mean ± std) and p-value."
         ),
     )
     s.add_argument("--metric", required=True, help="metric id (see `platobench metrics`)")
     s.add_argument("--param", action="append", default=[], metavar="NAME=VALUE", help="metric parameter (repeatable), e.g. k=10")
-    s.add_argument("--preprocess", default="none", choices=sorted(PREPROCESS_MODES), help="feature preprocessing")
+    s.add_argument("--preprocess", default="none", choices=PREPROCESS_CHOICES, help="feature preprocessing")
     s.add_argument("--selection", default="best", help="best | last | i,j")
     s.add_argument("--x", type=Path, help="features file of the first model")
     s.add_argument("--y", type=Path, help="features file of the second model")
@@ -47,11 +47,17 @@ def register(subparsers: Any) -> None:
     s.add_argument("--limit", type=int, default=None, help="only the first N samples of the dataset")
     s.add_argument("--device", default="cpu", help="device used if features must be extracted")
     s.add_argument("--grid", action="store_true", help="also print the whole layer grid")
+    s.add_argument("--null", type=int, default=0, metavar="B",
+                   help="also compute a permutation null with B shuffles of the pairing: its mean ± std and the "
+                        "p-value, whose floor is 1/(B+1) (default 0: no null)")
+    s.add_argument("--seed", type=int, default=0, help="seed of the --null shuffles (default 0)")
     s.add_argument("--json", action="store_true", help="print a JSON object")
     s.set_defaults(func=_score)
 
 
 def _list(args: argparse.Namespace) -> int:
+    from platobench.metrics import list_metrics  # metrics register themselves when their (torch) module loads
+
     metrics = list_metrics()
     if args.json:
         print(json.dumps([m.describe() for m in metrics], indent=1))
@@ -112,6 +118,8 @@ def layer_keys_in_order(keys: list[str], where: str) -> list[str]:
 
 def _check_layers(layers: list[np.ndarray | torch.Tensor], path: Path, names: list[str]) -> None:
     """Every layer [N, D_l] non-empty, real-valued and with the same N."""
+    import numpy as np
+
     for layer, name in zip(layers, names):
         kind = layer.dtype.kind if isinstance(layer, np.ndarray) else ("c" if layer.is_complex() else "f")
         if kind not in "biuf":
@@ -124,6 +132,9 @@ def _check_layers(layers: list[np.ndarray | torch.Tensor], path: Path, names: li
 
 
 def _load_npy(path: Path) -> list[torch.Tensor]:
+    import numpy as np
+    import torch
+
     try:
         arr = np.load(path, allow_pickle=False)
     except (ValueError, OSError, EOFError) as exc:  # pickled objects, text, truncated data
@@ -139,6 +150,9 @@ def _load_npy(path: Path) -> list[torch.Tensor]:
 
 
 def _load_safetensors(path: Path) -> list[torch.Tensor]:
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
     try:
         tensors = load_file(str(path))
     except (SafetensorError, OSError, ValueError) as exc:
@@ -183,6 +197,10 @@ def _cached_layers(args: argparse.Namespace) -> tuple[list[torch.Tensor], list[t
 
 
 def _score(args: argparse.Namespace) -> int:
+    from platobench.metrics import get_metric
+    from platobench.metrics.api import summarize_layers
+    from platobench.metrics.selection import select
+
     metric = get_metric(args.metric)
     params = metric.resolve_params(_params(args.param))
     if args.x_model and args.y_model:
@@ -197,17 +215,58 @@ def _score(args: argparse.Namespace) -> int:
     else:
         raise UserError("give either --x and --y (files) or --x-model, --y-model and --dataset")
     labels = (f"layer {{i}} of {sources[0]}", f"layer {{i}} of {sources[1]}")
-    grid = summarize_layers(metric.id, xs, ys, preprocess=args.preprocess, labels=labels, **params).grid()
+    summaries = summarize_layers(metric.id, xs, ys, preprocess=args.preprocess, labels=labels, **params)
+    grid = summaries.grid()
     chosen = select(grid, args.selection, metric.higher_is_better)
     out = {"metric": metric.id, "params": params, "preprocess": args.preprocess, "selection": chosen.to_record(),
            "score": chosen.score, "n": int(xs[0].shape[0])}
+    out.update(score_statistics(metric.id, xs, ys, summaries, args, params, out["n"]))
     if args.grid:
         out["grid"] = grid.tolist()
     if args.json:
         print(json.dumps(out))
     else:
         print(f"{metric.id} = {chosen.score:.6f} (layers {chosen.x_layer}, {chosen.y_layer}; {chosen.mode}; n={out['n']})")
+        for line in statistics_lines(out):
+            print(line)
         if args.grid:
             for row in grid.tolist():
                 print(" ".join(f"{v:8.4f}" for v in row))
     return 0
+
+
+def score_statistics(metric: str, xs: list[torch.Tensor], ys: list[torch.Tensor], summaries: Any,
+                     args: argparse.Namespace, params: dict[str, Any], n: int) -> dict[str, Any]:
+    """{"chance": closed-form chance level or None, "null": permutation null summary or None}; the null
+    (mean, std, p_value, p_floor = 1/(B+1), calibrated, n_perm, seed) only with --null B > 0."""
+    from platobench.metrics.stats import chance_level, permutation_null
+
+    if args.null < 0:
+        raise UserError(f"--null must be a number of shuffles >= 0 (0: no null), got {args.null}")
+    if args.seed < 0:
+        raise UserError(f"--seed must be >= 0, got {args.seed}")
+    out: dict[str, Any] = {"chance": chance_level(metric, n, **params), "null": None}
+    if args.null > 0:
+        res = permutation_null(metric, xs, ys, selection=args.selection, n_perm=args.null, seed=args.seed,
+                               preprocess=args.preprocess, summaries=summaries, **params)
+        out["null"] = {"mean": res.mean, "std": res.std, "p_value": res.p_value, "p_floor": 1 / (res.n_perm + 1),
+                       "calibrated": res.calibrated, "n_perm": res.n_perm, "seed": res.seed}
+    return out
+
+
+def statistics_lines(out: dict[str, Any]) -> list[str]:
+    """The chance line and (with a null) the permutation-null line of `platobench score`."""
+    k = out["params"].get("k")
+    if out["chance"] is None:
+        lines = ["chance level: not known in closed form for this metric (--null B estimates it)"]
+    elif out["metric"] == "mutual_knn" and k is not None:
+        lines = [f"chance level: {out['chance']:.6f} (k/(N-1) = {k}/{out['n'] - 1})"]
+    else:
+        lines = [f"chance level: {out['chance']:.6f}"]
+    null = out["null"]
+    if null is not None:
+        calibrated = "-" if null["calibrated"] is None else f"{null['calibrated']:.4f}"
+        lines.append(f"permutation null (B={null['n_perm']}, seed {null['seed']}): mean {null['mean']:.6f} ± "
+                     f"{null['std']:.6f}; p = {null['p_value']:.4g} (floor 1/(B+1) = {null['p_floor']:.4g}); "
+                     f"calibrated {calibrated}")
+    return lines

@@ -1,0 +1,326 @@
+"""Results where the user looks: CI-aware ranks, the terminal board (plain and rich), score/submit/compare output."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import test_jepa_compare as jepa_tests
+import torch
+from bench_fixtures import TINY_SETTINGS, make_record, seed_features
+from test_submit_encoder import PAIR, TOY_MODULE, VISION, N, entry
+
+from platobench import cli
+from platobench.bench import terminal_board
+from platobench.bench.ranks import tie_ranks
+from platobench.bench.results import ModelRef, ResultRecord, load_record, load_records
+from platobench.cli import main
+from platobench.features.store import FeatureStore
+from platobench.jepa import compare as jepa_compare
+from platobench.jepa.compare import heldout_subset, run_compare
+from platobench.jepa.model import SIZES
+from platobench.metrics.stats import permutation_null
+
+# --- tie_ranks -------------------------------------------------------------------------------------
+
+
+def test_tie_ranks_overlapping_cis_share_rank_one_then_next_group():
+    scores = [0.50, 0.48, 0.30, 0.29, 0.10]
+    cis = [(0.45, 0.55), (0.44, 0.52), (0.25, 0.35), (0.20, 0.31), (0.05, 0.15)]
+    assert tie_ranks(scores, cis, higher_is_better=True) == [1, 1, 3, 3, 5]
+
+
+def test_tie_ranks_inputs_in_any_order():
+    scores = [0.10, 0.50, 0.29, 0.48, 0.30]
+    cis = [(0.05, 0.15), (0.45, 0.55), (0.20, 0.31), (0.44, 0.52), (0.25, 0.35)]
+    assert tie_ranks(scores, cis, higher_is_better=True) == [5, 1, 3, 1, 3]
+
+
+def test_tie_ranks_compares_with_group_leader_not_previous_entry():
+    # b overlaps a (leader), c overlaps b but not a: c starts a new group.
+    scores = [0.9, 0.8, 0.7]
+    cis = [(0.85, 0.95), (0.75, 0.86), (0.65, 0.8)]
+    assert tie_ranks(scores, cis, higher_is_better=True) == [1, 1, 3]
+
+
+def test_tie_ranks_without_ci_never_tie():
+    assert tie_ranks([0.5, 0.5, 0.4], [None, None, (0.0, 1.0)], True) == [1, 2, 3]
+    assert tie_ranks([0.5, 0.4], [(0.0, 1.0), None], True) == [1, 2]
+
+
+def test_tie_ranks_lower_is_better_and_touching_intervals():
+    # lower is better: 0.1 leads; 0.2's CI touches the leader's at 0.15 (closed intervals overlap).
+    assert tie_ranks([0.3, 0.1, 0.2], [(0.28, 0.32), (0.05, 0.15), (0.15, 0.25)], False) == [3, 1, 1]
+
+
+def test_tie_ranks_nan_last_and_length_mismatch():
+    assert tie_ranks([math.nan, 0.2, 0.3], [(0.0, 1.0), (0.0, 1.0), (0.0, 1.0)], True) == [3, 1, 1]
+    assert tie_ranks([], [], True) == []
+    with pytest.raises(ValueError, match="2 scores but 1"):
+        tie_ranks([0.1, 0.2], [None], True)
+
+
+# --- the board: plain and rich ---------------------------------------------------------------------
+
+V = "demo/v"
+
+
+def board_records() -> list:
+    """Setting x: two overlapping leaders, a third entry, a baseline; setting lo: lower is better."""
+    return [
+        *[make_record("x", f"demo/l{i}", V, s) for i, s in enumerate([0.5, 0.49, 0.3, 0.1])],
+        make_record("x", "baseline/bag-of-words", V, 0.2),
+        make_record("lo", "demo/a", V, 0.3, higher=False),
+        make_record("lo", "demo/b", V, 0.1, higher=False),
+    ]
+
+
+def test_board_rows_carry_ci_aware_ranks():
+    rows = terminal_board.board_rows(board_records())
+    assert [(r["language"], r["rank"]) for r in rows["x"]] == [
+        ("demo/l0", 1), ("demo/l1", 1), ("demo/l2", 3), ("baseline/bag-of-words", 4), ("demo/l3", 5)]
+    assert [(r["language"], r["rank"]) for r in rows["lo"]] == [("demo/b", 1), ("demo/a", 2)]
+
+
+def test_plain_board_has_a_rank_column_and_is_what_a_pipe_gets():
+    records = board_records()
+    text = terminal_board.render(records)
+    lines = text.split("== x:")[1].splitlines()
+    header = next(line for line in lines if line.startswith("rank"))
+    assert header.split() == list(terminal_board.COLUMNS)
+    ranked = [line.split()[:2] for line in lines if line.split()[:1] in (["1"], ["3"], ["4"], ["5"])]
+    assert ranked[:3] == [["1", "demo/l0"], ["1", "demo/l1"], ["3", "demo/l2"]]
+    piped = io.StringIO()  # not a terminal: plain text, exactly `render` plus the final newline
+    terminal_board.print_board(records, file=piped)
+    assert piped.getvalue() == text + "\n"
+    forced = io.StringIO()
+    terminal_board.print_board(records, file=forced, tty=False)
+    assert forced.getvalue() == text + "\n"
+
+
+def test_rich_board_draws_boxes_with_the_same_numbers():
+    records = board_records()
+    out = io.StringIO()
+    terminal_board.print_board(records, file=out, tty=True)
+    text = out.getvalue()
+    assert "────" in text and "----" not in text  # rich's rule under the header, not the plain dashes
+    assert "rank" in text and "calibrated" in text
+    plain_cells = {c.strip() for line in terminal_board.render(records).splitlines() for c in line.split("  ")}
+    for cell in ["0.5000", "[0.480, 0.520]", "0.4900", "beats baselines", "strongest baseline"]:
+        assert cell in plain_cells and cell in text, cell
+    assert "their floor is 1/(B+1) = 0.0099." in text
+    assert text.index("== lo:") < text.index("== x:")  # settings in the same order as the plain text
+
+
+def test_rich_board_in_a_narrow_terminal_keeps_every_column_and_digit():
+    out = io.StringIO()
+    terminal_board.render_rich(board_records(), out, width=50)
+    text = out.getvalue()
+    for cell in ["rank", "pair", "verdict", "[0.480, 0.520]", "0.0100", "demo/l0 x demo/v", "baseline/bag-of-words"]:
+        assert cell in text, cell
+
+
+def test_rich_board_prints_record_text_literally():
+    hostile = make_record("x", "demo/l0", V, 0.5).model_copy(update={
+        "language": ModelRef.model_construct(name="[red]evil[/red]\x1b[31m", params_m=1.0, kind="x")})
+    out = io.StringIO()
+    terminal_board.print_board([hostile, make_record("x", "demo/l1", V, 0.1)], file=out, tty=True)
+    text = out.getvalue()
+    assert "[red]evil[/red]" in text  # markup is shown, not interpreted
+    assert "\x1b" not in text
+
+
+# --- run, submit and jepa compare end with the board -------------------------------------------------
+
+
+def plain_tables(text: str) -> dict[str, list[list[str]]]:
+    """setting -> table rows (cells split on runs of 2+ spaces) of the plain boards printed in `text`."""
+    tables: dict[str, list[list[str]]] = {}
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("== ") and i + 2 < len(lines) and lines[i + 1].startswith("rank"):
+            rows = tables.setdefault(line[3:].split(":")[0], [])
+            for row in lines[i + 3:]:
+                if not row[:1].isdigit():
+                    break
+                rows.append(re.split(r"\s{2,}", row.strip()))
+    return tables
+
+
+def expected_row(r: ResultRecord) -> dict[str, Any]:
+    """The board numbers of record `r`, straight from the record."""
+    return {"score": r.score, "ci": None if r.ci is None else [r.ci.lo, r.ci.hi], "chance": r.chance,
+            "null_mean": None if r.null is None else r.null.mean, "calibrated": r.calibrated,
+            "p_value": None if r.null is None else r.null.p_value, "layers": list(r.layers)}
+
+
+def assert_board_matches(board: dict[str, list[dict[str, Any]]], text: str | None, records: list[ResultRecord]) -> None:
+    """The --json board and the printed plain tables hold exactly the records' numbers."""
+    by_key = {(r.setting, r.language.name, r.vision.name): r for r in records}
+    assert sum(len(rows) for rows in board.values()) == len(records) > 0
+    for setting, rows in board.items():
+        for row in rows:
+            got = {k: row[k] for k in ("score", "ci", "chance", "null_mean", "calibrated", "p_value", "layers")}
+            assert got == expected_row(by_key[(setting, row["language"], row["vision"])])
+        higher = by_key[(setting, rows[0]["language"], rows[0]["vision"])].metric.higher_is_better
+        ranks = tie_ranks([row["score"] for row in rows], [tuple(row["ci"]) if row["ci"] else None for row in rows],
+                          higher)
+        assert [row["rank"] for row in rows] == ranks
+    if text is None:
+        return
+    tables = plain_tables(text)
+    assert set(tables) == set(board)
+    for setting, rows in board.items():
+        assert len(tables[setting]) == len(rows)
+        for cells, row in zip(tables[setting], rows):
+            r = by_key[(setting, row["language"], row["vision"])]
+            num = (lambda v, d=3: "-" if v is None else f"{v:.{d}f}")
+            ci = "-" if r.ci is None else f"[{r.ci.lo:.3f}, {r.ci.hi:.3f}]"
+            assert cells[0] == str(row["rank"]) and cells[1].startswith(f"{r.language.name} x {r.vision.name}")
+            assert cells[2:8] == [num(r.score, 4), ci, num(r.chance), num(None if r.null is None else r.null.mean),
+                                  num(r.calibrated), num(None if r.null is None else r.null.p_value, 4)]
+            assert cells[8] == f"{r.layers[0]},{r.layers[1]}"
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory):
+    """Synthetic reference features (no weights) and tiny settings, as in the submit tests."""
+    tmp = tmp_path_factory.mktemp("terminal")
+    home = tmp / "home"
+    seed_features(home, "demo/minilm-l6", N, seed=1)
+    seed_features(home, VISION, N, seed=2)
+    (tmp / "tiny.yaml").write_text(TINY_SETTINGS)
+    return home, tmp / "tiny.yaml"
+
+
+def run_argv(settings: Path, out: Path, *extra: str) -> list[str]:
+    return ["run", "--pairs", PAIR, "--settings", "tiny", "--settings-file", str(settings), "--limit", str(N),
+            "--out", str(out), *extra]
+
+
+def test_run_board_json_and_text_equal_the_records(seeded, tmp_path, monkeypatch, capsys):
+    home, settings = seeded
+    monkeypatch.setenv("PLATOBENCH_HOME", str(home))
+    assert main(run_argv(settings, tmp_path / "r", "--json")) == 0
+    board = json.loads(capsys.readouterr().out)["board"]
+    assert main(run_argv(settings, tmp_path / "r")) == 0  # reuses the records: same numbers in the text
+    text = capsys.readouterr().out
+    records = load_records(tmp_path / "r")
+    assert {r.setting for r in records} == {"tiny-mknn", "tiny-cka"}
+    assert_board_matches(board, text, records)
+    assert text.index("== tiny-cka") < text.index("written: ")  # the board, then the run summary
+
+
+def test_submit_ends_with_the_board_of_its_records(seeded, tmp_path, monkeypatch, capsys):
+    home, settings = seeded
+    monkeypatch.setenv("PLATOBENCH_HOME", str(home))
+    (tmp_path / "pb_toy_encoders.py").write_text(TOY_MODULE)
+    (tmp_path / "sub.yaml").write_text(entry())
+    argv = ["submit", str(tmp_path / "sub.yaml"), "--settings", "tiny", "--settings-file", str(settings),
+            "--pairs", PAIR, "--limit", str(N), "--out", str(tmp_path / "results")]
+    assert main([*argv, "--json"]) == 0
+    board = json.loads(capsys.readouterr().out)["board"]
+    mine = [r for r in load_records(tmp_path / "results") if r.language.name == "toy/hashing"]
+    assert_board_matches(board, None, mine)
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert_board_matches(board, text, mine)
+    assert text.index("toy/hashing — ") < text.index("== tiny-cka")  # ends with the board
+
+
+def test_jepa_compare_ends_with_the_board_of_its_records(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(SIZES, "micro", jepa_tests.MICRO)
+    argv = jepa_tests._cli(tmp_path, monkeypatch, "--seeds", "1", "--llm", jepa_tests.LLM, "--settings", "demo-cka")
+    jepa_tests.seed_cache(FeatureStore(tmp_path / "home" / "features"),
+                          heldout_subset(jepa_tests.scenes(), 0.2), [jepa_tests.VISION, jepa_tests.LLM])
+    results = []
+
+    def once(*args: Any, **kwargs: Any) -> Any:  # train and score once; the second call prints the same result
+        if not results:
+            results.append(run_compare(*args, **kwargs))
+        return results[0]
+
+    monkeypatch.setattr(jepa_compare, "run_compare", once)
+    assert cli.main([*argv, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    records = [load_record(Path(p)) for p in out["records"]]
+    assert_board_matches(out["board"], None, records)
+    assert cli.main(argv) == 0
+    text = capsys.readouterr().out
+    assert_board_matches(out["board"], text, records)
+    assert text.index("| setting |") < text.index("== jepa-compare-cka") < text.index(" records under ")
+
+
+# --- platobench score: chance level and permutation null -----------------------------------------------
+
+
+@pytest.fixture
+def feature_files(tmp_path):
+    """Two related feature files: 40 samples, x with 2 layers, y with 1."""
+    gen = np.random.default_rng(0)
+    z = gen.normal(size=(40, 6))
+    x = np.stack([z @ gen.normal(size=(6, 12)) + gen.normal(size=(40, 12)) for _ in range(2)]).astype("float32")
+    y = (z @ gen.normal(size=(6, 9)) + gen.normal(size=(40, 9))).astype("float32")
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", y)
+    return tmp_path / "x.npy", tmp_path / "y.npy", x, y
+
+
+def score(paths, *extra: str) -> list[str]:
+    return ["score", "--x", str(paths[0]), "--y", str(paths[1]), *extra]
+
+
+def test_score_prints_chance_level_and_keeps_its_first_line(feature_files, capsys):
+    assert main(score(feature_files, "--metric", "mutual_knn")) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert re.fullmatch(r"mutual_knn = \d\.\d{6} \(layers \d, 0; best; n=40\)", lines[0])
+    assert lines[1] == f"chance level: {10 / 39:.6f} (k/(N-1) = 10/39)"
+    assert len(lines) == 2  # no null unless asked
+    assert main(score(feature_files, "--metric", "cycle_knn", "--json")) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["chance"] is None and out["null"] is None
+
+
+def test_score_null_gives_mean_std_and_floored_p_value(feature_files, capsys):
+    assert main(score(feature_files, "--metric", "mutual_knn", "--null", "19", "--seed", "3", "--json")) == 0
+    out = json.loads(capsys.readouterr().out)
+    x, y = feature_files[2], feature_files[3]
+    ref = permutation_null("mutual_knn", list(torch.from_numpy(x)), [torch.from_numpy(y)], n_perm=19, seed=3)
+    assert out["chance"] == pytest.approx(10 / 39)
+    assert out["null"] == {"mean": ref.mean, "std": ref.std, "p_value": ref.p_value, "p_floor": 1 / 20,
+                           "calibrated": ref.calibrated, "n_perm": 19, "seed": 3}
+    assert out["null"]["p_value"] >= out["null"]["p_floor"] and out["score"] == ref.observed
+    assert main(score(feature_files, "--metric", "mutual_knn", "--null", "19", "--seed", "3")) == 0
+    text = capsys.readouterr().out
+    assert (f"permutation null (B=19, seed 3): mean {ref.mean:.6f} ± {ref.std:.6f}; p = {ref.p_value:.4g} "
+            "(floor 1/(B+1) = 0.05)") in text
+
+
+@pytest.mark.parametrize("extra, message", [(["--null", "-1"], "--null must be"), (["--seed", "-2"], "--seed must be")])
+def test_score_rejects_bad_null_options(feature_files, capsys, extra, message):
+    assert main(score(feature_files, "--metric", "cka", *extra)) == 2
+    assert message in capsys.readouterr().err
+
+
+# --- end to end on the real demo models ------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_demo_run_board_equals_its_records(tmp_path, capsys):
+    """Real models through the feature cache: one demo pair (the whole demo pair set takes well over ten
+    minutes on a CPU from a cold --limit cache) under every demo setting (paired and zero-shot)."""
+    argv = ["run", "--pairs", "demo/minilm-l6:demo/efficientnet-lite0", "--settings", "demo", "--limit", "64",
+            "--out", str(tmp_path / "out")]
+    assert main([*argv, "--json"]) == 0
+    board = json.loads(capsys.readouterr().out)["board"]
+    assert main(argv) == 0  # inputs unchanged: the records are reused and the board printed again
+    text = capsys.readouterr().out
+    records = load_records(tmp_path / "out")
+    assert len(records) == 5 and set(board) == {r.setting for r in records}
+    assert_board_matches(board, text, records)
