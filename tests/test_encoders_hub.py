@@ -61,7 +61,7 @@ def not_an_encoder(spec, *, device, dtype, home):
 
 def test_python_loader_checks_what_the_factory_returns():
     spec = ModelSpec(name="test/py", modality="text", kind="text_jepa", loader="python",
-                     source=f"{__name__}:not_an_encoder", pooling="cls")
+                     source=f"{__name__}:not_an_encoder", pooling="cls", num_layers=1)
     with pytest.raises(UserError, match="returned str, not an encoder"):
         load_encoder(spec)
     missing = spec.model_copy(update={"source": f"{__name__}:no_such_function"})

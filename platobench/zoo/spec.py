@@ -14,6 +14,7 @@ import pydantic
 from pydantic import ConfigDict, Field, StrictBool, StrictFloat, StrictInt, field_validator, model_validator
 
 from platobench.files.ids import ID_RULE, MODEL_NAME_PATTERN, shown
+from platobench.zoo.kinds import MODALITY_OF_KIND
 
 Modality = Literal["text", "vision"]
 Kind = Literal["causal_lm", "text_encoder", "vision_vit", "vision_cnn", "clip_text", "clip_image", "text_jepa"]
@@ -28,15 +29,6 @@ BASELINE_SOURCES = (
     "colour-histogram",
 )
 
-MODALITY_OF_KIND: dict[str, str] = {
-    "causal_lm": "text",
-    "text_encoder": "text",
-    "clip_text": "text",
-    "text_jepa": "text",
-    "vision_vit": "vision",
-    "vision_cnn": "vision",
-    "clip_image": "vision",
-}
 # Which kinds each loader can build ("python" is a user function and may build any kind).
 KINDS_OF_LOADER: dict[str, frozenset[str]] = {
     "hf_causal": frozenset({"causal_lm"}),
@@ -80,7 +72,7 @@ class ModelSpec(pydantic.BaseModel):
     dtype: "auto" = bfloat16 on GPUs of compute capability >= 8, float32 otherwise (CPU included).
     image_size: override of the processor's input size in px (PRH runs DINOv2 lvd142m at 518).
     num_layers: number of blocks (transformer layers, or CNN stages), embeddings excluded; 0 only for a
-        baseline whose single layer is a static feature (index 0).
+        baseline whose single layer is a static feature, or a python encoder returning one layer (index 0).
     width: hidden size of the residual stream (final feature width for CNNs).
     params_m: parameter count in millions. license: SPDX id or the licence's name.
     trust_remote_code: the weights need Python code from their repository (a real boolean); it runs
@@ -146,8 +138,9 @@ class ModelSpec(pydantic.BaseModel):
             raise ValueError(f"a {source_type} source has no hub revision; remove 'revision'")
         if self.loader == "baseline" and self.source not in BASELINE_SOURCES:
             raise ValueError(f"unknown baseline {self.source!r} (known: {', '.join(BASELINE_SOURCES)})")
-        if self.num_layers == 0 and self.loader != "baseline":
-            raise ValueError("num_layers must be greater than 0 (only a static baseline has 0 blocks)")
+        if self.num_layers == 0 and self.loader not in {"baseline", "python"}:
+            raise ValueError("num_layers must be greater than 0 (only a static baseline or a python encoder "
+                             "with one layer has 0 blocks)")
         if self.loader == "python" and (source_type != "python" or ":" not in self.source):
             raise ValueError(f"loader 'python' needs source 'module:function', got {self.source!r}")
         if self.image_size is not None and self.modality != "vision":
