@@ -220,7 +220,7 @@ def test_perturbed_recomputation_still_passes_unchanged_records(env, capsys):
 
 def test_a_recomputation_that_raises_fails_that_record_only(env, capsys):
     results, _, files = env
-    edit(files["tiny-mknn"], lambda d: d["extra"]["setting_config"].update(metric="no_such_metric"))
+    edit(files["tiny-mknn"], lambda d: d["extra"]["setting_config"].update(params={"k": 10**6}))
     code, out, by = report(capsys, results)
     assert code == 1 and by["tiny-mknn"]["status"] == "invalid" and by["tiny-cka"]["status"] == "ok"
     (m,) = by["tiny-mknn"]["mismatches"]

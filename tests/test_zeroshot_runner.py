@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import torch
 from PIL import Image
+from pydantic import ValidationError
 
 from platobench.bench import zeroshot_inputs as zi
 from platobench.bench.results import load_record
@@ -293,9 +294,9 @@ def test_an_unavailable_dataset_fails_its_jobs_only(toy_data, tmp_path, monkeypa
     assert len(summary.written) == 1
 
 
-def test_prh_preprocessing_is_refused_for_zeroshot(toy_data, tmp_path):
-    summary = run([Job(zs_setting(preprocess="prh"), TEXT, VISION)], tmp_path)
-    assert "l2-normalises embeddings itself" in summary.failed["zs-toy: toy/text x toy/vision"]
+def test_preprocessing_is_refused_for_zeroshot():
+    with pytest.raises(ValidationError, match="preprocess is used by paired settings only"):
+        zs_setting(preprocess="prh")
 
 
 # ------------------------------------------------------------------------------------- prompts, options
@@ -342,7 +343,7 @@ def test_first_per_class_keeps_dataset_order():
 )
 def test_bad_options_name_the_setting_and_the_option(options, message):
     with pytest.raises(UserError, match=message) as info:
-        ZeroshotOptions.of(zs_setting(options=options))
+        ZeroshotOptions.of(zs_setting().model_copy(update={"options": options}))  # as loaded: refused earlier
     assert "setting 'zs-toy'" in str(info.value)
 
 

@@ -9,8 +9,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
+from platobench.bench.setting_rules import check_paired, check_preprocess, check_zeroshot
 from platobench.errors import UserError
 from platobench.files.ids import check_id, shown
 from platobench.files.yaml_safe import read_yaml
@@ -23,7 +32,14 @@ Id = Annotated[str, AfterValidator(lambda v: check_id(v, "id"))]
 
 
 class Setting(BaseModel):
-    """One measurement protocol: a dataset, a metric with parameters, preprocessing and layer selection."""
+    """One measurement protocol: a dataset, a metric with parameters, preprocessing and layer selection.
+
+    kind "paired": `metric` is a registered metric whose `validate` accepts `params`; no `options`.
+    kind "zeroshot": `metric` is "zeroshot_matching", its choices are `options`
+    (`zeroshot_inputs.ZeroshotOptions`), and the paired-only fields (`setting_rules.PAIRED_ONLY`) stay
+    at their defaults. Checked on construction (`setting_rules`); a violation is a ValidationError whose
+    message says what to use instead.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -33,8 +49,8 @@ class Setting(BaseModel):
     caption_index: int = 0
     metric: str
     params: dict[str, Any] = Field(default_factory=dict)
-    preprocess: Literal["none", "l2", "prh", "prh_exact"] = "none"
-    selection: str = "best"  # best | last | fixed:i,j
+    preprocess: str = "none"  # a mode of platobench.metrics.preprocess
+    selection: str = "best"  # grammar: platobench.metrics.selection (best | last | fixed:i,j | i,j)
     n_perm: int = Field(default=100, ge=0, description="permutation-null draws (0: no null)")
     n_ci: int = Field(default=50, ge=0, description="subsamples for the confidence interval (0: none)")
     ci_fraction: float = Field(default=0.5, gt=0, lt=1)
@@ -42,6 +58,24 @@ class Setting(BaseModel):
     seed: int = 0
     options: dict[str, Any] = Field(default_factory=dict, description="kind-specific options (zero-shot)")
     description: str = ""
+
+    @field_validator("preprocess")
+    @classmethod
+    def _preprocess(cls, value: str) -> str:
+        return check_preprocess(value)
+
+    @field_validator("selection")
+    @classmethod
+    def _selection(cls, value: str) -> str:
+        from platobench.metrics.selection import parse_selection  # imports torch: not at CLI start-up
+
+        parse_selection(value)
+        return value  # kept as written: records store the setting verbatim
+
+    @model_validator(mode="after")
+    def _kind_rules(self) -> Setting:
+        (check_paired if self.kind == "paired" else check_zeroshot)(self)
+        return self
 
 
 class PairSet(BaseModel):
@@ -101,9 +135,13 @@ def _read(path: Path) -> SettingsFile:
         return SettingsFile.model_validate(raw)
     except ValidationError as exc:
         first = exc.errors(include_url=False, include_context=False, include_input=False)[0]
-        where = ".".join(str(p) for p in first["loc"])
+        loc = [str(p) for p in first["loc"]]
+        where = ".".join(loc)
+        if len(loc) >= 2 and loc[0] == "settings":  # the setting, then the field (none: a whole-setting rule)
+            where = ": ".join([f"setting {loc[1]!r}", *([".".join(loc[2:])] if loc[2:] else [])])
         where = where if len(where) <= 120 else where[:117] + "..."
-        raise UserError(f"settings file {path}: {where}: {first['msg'][:300]}") from None
+        msg = first["msg"].removeprefix("Value error, ")
+        raise UserError(f"settings file {path}: {where}: {msg[:300]}") from None
 
 
 class Catalog:

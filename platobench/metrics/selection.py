@@ -1,6 +1,6 @@
 """Layer selection: which entry of a layer grid [Lx, Ly] is reported as a pair's score.
 
-Specs (strings, so they fit a CLI flag or a settings file):
+Specs (strings, so they fit a CLI flag or a settings file); this is the one description of the grammar:
   "best"    the best pair over the whole grid: max for higher-is-better metrics, min for lower-is-better
             ones. This is the PRH protocol (platonic-rep `measure_alignment.compute_score` keeps the
             max over all layer pairs); ties go to the first pair in row-major order (lowest x layer,
@@ -9,7 +9,9 @@ Specs (strings, so they fit a CLI flag or a settings file):
             is the same, only the indices of exactly tied pairs can differ. Unlike the reference, which
             starts from 0 and returns no indices when every score is <= 0, any grid has a best pair.)
   "last"    the last layer of each model, (Lx - 1, Ly - 1).
-  "i,j"     fixed layer indices (negative indices count from the end), e.g. "11,-1".
+  "fixed:i,j" or "i,j"
+            fixed layer indices (negative indices count from the end), e.g. "fixed:11,-1" or "11,-1"; both
+            spellings pick the same pair and are kept as written in settings and records.
 
 `select` returns a `Selection` record that says which rule was used and which layers it picked.
 """
@@ -22,6 +24,8 @@ from typing import Any
 import torch
 
 from platobench.errors import UserError
+from platobench.files.ids import shown
+from platobench.metrics.registry import did_you_mean
 
 
 @dataclass(frozen=True)
@@ -38,20 +42,27 @@ class Selection:
         return asdict(self)
 
 
+#: The named specs; any other valid spec is a fixed layer pair.
+NAMED = ("best", "last")
+FIXED_PREFIX = "fixed:"
+
+
 def parse_selection(spec: str | tuple[int, int]) -> str | tuple[int, int]:
-    """Validate a selection spec: "best", "last", "i,j" or a tuple (i, j); returns "best", "last" or (i, j)."""
+    """Validate a selection spec (module docstring) or a tuple (i, j); returns "best", "last" or (i, j)."""
     if isinstance(spec, tuple) and len(spec) == 2 and all(isinstance(v, int) and not isinstance(v, bool) for v in spec):
         return spec
     if isinstance(spec, str):
-        if spec in ("best", "last"):
+        if spec in NAMED:
             return spec
-        parts = spec.split(",")
+        parts = spec.removeprefix(FIXED_PREFIX).split(",")
         if len(parts) == 2:
             try:
                 return int(parts[0]), int(parts[1])
             except ValueError:
                 pass
-    raise UserError(f"layer selection must be 'best', 'last' or two layer indices 'i,j' (e.g. '11,-1'), got {spec!r}")
+    hint = did_you_mean(spec, NAMED) if isinstance(spec, str) else ""
+    raise UserError(f"layer selection must be 'best', 'last' or two layer indices 'fixed:i,j' or 'i,j' "
+                    f"(e.g. 'fixed:11,-1'), got {shown(spec)}{hint}")
 
 
 def _fixed_index(i: int, size: int, axis: str) -> int:

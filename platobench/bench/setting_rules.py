@@ -1,0 +1,106 @@
+"""The rules a setting must follow beyond its field types, checked when it is built (so when a settings
+file is loaded): the metric, its parameters and the preprocessing of a paired setting against the metric
+registry; the fields a zero-shot setting really uses; and the smallest --limit each setting can score.
+
+Every function raises UserError with a short message (the settings loader adds the file and the setting).
+The metric modules (and torch) are imported on the first check, not with this module: the CLI's start-up
+imports the settings module.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from platobench.errors import UserError
+from platobench.files.ids import shown
+
+if TYPE_CHECKING:
+    from platobench.bench.settings import Setting
+
+#: The metric id of every zero-shot setting (platobench.metrics.zeroshot.METRIC_ID; not a registry metric).
+ZEROSHOT_METRIC = "zeroshot_matching"
+
+#: Fields only paired scoring reads (platobench.bench.scoring); a zero-shot setting must leave them at
+#: their defaults, since zero-shot scoring would silently ignore them.
+PAIRED_ONLY = ("caption_index", "params", "preprocess", "n_perm", "n_ci", "ci_fraction", "ci_level")
+
+
+def check_preprocess(mode: str) -> str:
+    """`mode` if it is a preprocessing mode (platobench.metrics.preprocess), else UserError."""
+    from platobench.metrics.preprocess import PREPROCESS_MODES
+    from platobench.metrics.registry import did_you_mean
+
+    if mode not in PREPROCESS_MODES:
+        raise UserError(f"unknown preprocess {shown(mode)}{did_you_mean(mode, sorted(PREPROCESS_MODES))}; "
+                        f"expected one of {sorted(PREPROCESS_MODES)}")
+    return mode
+
+
+def check_paired(setting: Setting) -> None:
+    """A registered metric whose `validate` accepts the params; no zero-shot options."""
+    from platobench.metrics.registry import get_metric
+
+    metric = get_metric(setting.metric)
+    try:
+        metric.checked_params(setting.params)
+    except UserError as exc:
+        raise UserError(f"params: {exc}") from None
+    if setting.options:
+        raise UserError(f"options {shown(sorted(setting.options))} are for zero-shot settings (kind: zeroshot); "
+                        "a paired setting takes metric params")
+
+
+def check_zeroshot(setting: Setting) -> None:
+    """Metric `zeroshot_matching`, no paired-only field off its default, valid options."""
+    from platobench.bench.zeroshot_inputs import ZeroshotOptions
+
+    if setting.metric != ZEROSHOT_METRIC:
+        raise UserError(f"a zero-shot setting's metric must be {ZEROSHOT_METRIC!r}, got {shown(setting.metric)}")
+    fields = type(setting).model_fields
+    for name in PAIRED_ONLY:
+        value, default = getattr(setting, name), fields[name].get_default(call_default_factory=True)
+        if value != default:
+            raise UserError(f"{name} is used by paired settings only; zero-shot scoring would ignore it "
+                            f"(got {shown(value)}): remove it, or put zero-shot choices under options")
+    try:
+        ZeroshotOptions.of(setting)
+    except UserError as exc:
+        raise UserError(str(exc).removeprefix(f"setting {setting.id!r}: ")) from None
+
+
+def _check_samples(setting: Setting, n: int) -> None:
+    """UserError unless paired `setting` can score n samples, its subsampling interval included."""
+    from platobench.metrics.registry import get_metric
+
+    metric = get_metric(setting.metric)
+    params = metric.resolve_params(setting.params)
+    if metric.validate is not None:
+        metric.validate(n, params)
+    if setting.n_ci > 0:
+        size = round(setting.ci_fraction * n)
+        if not 2 <= size <= n - 1:
+            raise UserError(f"ci_fraction={setting.ci_fraction} gives interval subsets of {size} samples; "
+                            "expected 2 <= m <= N - 1")
+        if metric.validate is not None:
+            try:
+                metric.validate(size, params)
+            except UserError as exc:
+                raise UserError(f"its interval subsets of {size} samples are too small: {exc}") from None
+
+
+def check_limit(settings: list[Setting], limit: int | None, flag: str = "--limit") -> None:
+    """UserError unless every setting can be scored with `limit` samples (paired) or images per class
+    (zero-shot); the metric's own `validate(n, params)` decides for paired settings."""
+    if limit is None:
+        return
+    if limit < 1:
+        raise UserError(f"{flag} must be a positive number of samples, got {limit}")
+    for setting in settings:
+        if setting.kind != "paired":
+            continue
+        try:
+            _check_samples(setting, limit)
+        except UserError as exc:
+            raise UserError(f"{flag} {limit} is too small for setting {setting.id!r} ({setting.metric}): {exc}") \
+                from None
+
