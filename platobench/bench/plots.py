@@ -28,6 +28,7 @@ from matplotlib.patches import Patch
 
 from platobench.bench.baselines import is_baseline
 from platobench.bench.results import ResultRecord
+from platobench.encoders.support import KINDS
 from platobench.metrics import list_metrics
 from platobench.metrics.zeroshot import METRIC_ID as ZEROSHOT_METRIC
 
@@ -83,7 +84,18 @@ def heatmap(record: ResultRecord, path: Path) -> None:
     _save(fig, path)
 
 
-KIND_MARKERS = {"causal_lm": "o", "text_jepa": "*", "text_encoder": "s", "clip_text": "^"}
+OTHER_MARKER = ("D", 6)  # a language kind with no declared marker (a kind this version does not know)
+
+
+def kind_marker(kind: str) -> tuple[str, int]:
+    """The size plot's (matplotlib marker, size in points) for a language-model kind, as declared in
+    `platobench.encoders.support.KINDS`; OTHER_MARKER for any other kind."""
+    declared = KINDS.get(kind)
+    if declared is None or declared.marker is None:
+        return OTHER_MARKER
+    return declared.marker, declared.marker_size
+
+
 MIN_SPAN = 0.1  # the y axis of a size plot spans at least this fraction of the metric's range
 
 
@@ -168,8 +180,9 @@ def size_figure(records: list[ResultRecord]) -> tuple[Figure | None, list[str]]:
                     linestyle="--" if is_baseline(vision) else "-")
         for r in mine:
             kind = r.language.kind or "?"
-            ax.errorbar(r.language.params_m, r.score, yerr=_error(r), marker=KIND_MARKERS.get(kind, "D"),
-                        color=colour, markersize=8 if kind == "text_jepa" else 6, capsize=3, elinewidth=1)
+            marker, size = kind_marker(kind)
+            ax.errorbar(r.language.params_m, r.score, yerr=_error(r), marker=marker,
+                        color=colour, markersize=size, capsize=3, elinewidth=1)
             ax.annotate(_text(r.language.name.split("/", 1)[-1]), (r.language.params_m, r.score), fontsize=6,
                         xytext=(3, 3), textcoords="offset points")
     for r in flat:
@@ -181,7 +194,7 @@ def size_figure(records: list[ResultRecord]) -> tuple[Figure | None, list[str]]:
                for v, c in colours.items()]
     if flat:
         handles.append(Line2D([], [], color="grey", linestyle=":", label="baseline language model"))
-    handles += [Line2D([], [], color="grey", marker=KIND_MARKERS.get(k, "D"), linestyle="none",
+    handles += [Line2D([], [], color="grey", marker=kind_marker(k)[0], linestyle="none",
                        label=_text(_short(k))) for k in sorted({r.language.kind or "?" for r in plotted})]
     shown = plotted + flat
     handles += _references(ax, shown)
@@ -211,9 +224,9 @@ def size_plot(records: list[ResultRecord], path: Path) -> tuple[bool, list[str]]
 def llm_vs_jepa(records: list[ResultRecord], path: Path) -> bool:
     """Two panels side by side — LLMs (causal_lm) and text JEPAs (text_jepa) — with one bar per language
     model and vision model, on a shared y axis. Writes nothing and returns False unless both kinds are present."""
-    panels = {
-        "LLMs (causal_lm)": [r for r in records if r.language.kind == "causal_lm" and np.isfinite(r.score)],
-        "text JEPAs (text_jepa)": [r for r in records if r.language.kind == "text_jepa" and np.isfinite(r.score)],
+    panels = {  # titles "LLMs (causal_lm)", "text JEPAs (text_jepa)"
+        f"{KINDS[kind].family} ({kind})": [r for r in records if r.language.kind == kind and np.isfinite(r.score)]
+        for kind in ("causal_lm", "text_jepa")
     }
     if not all(panels.values()):
         return False

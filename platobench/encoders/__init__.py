@@ -43,8 +43,9 @@ LOADER_MODULES: dict[str, str] = {
 
 def layer_ids_of(spec: ModelSpec) -> list[int]:
     """The layer indices `load_encoder(spec).layer_ids` will have, known without loading the model (the
-    cache key needs them): embeddings + `num_layers` blocks, plus, for open_clip towers, the projected
-    embedding as index num_layers + 1."""
+    cache key needs them): embeddings + `num_layers` blocks, then the extra layers the loader declares in
+    `support.LOADERS` (open_clip towers: the projected embedding as index num_layers + 1), as `spec.top_layer`
+    counts them."""
     problem = spec.extraction_problem()
     if problem is not None:
         raise UserError(f"model {spec.name}: {problem}")

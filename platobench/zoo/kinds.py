@@ -1,13 +1,9 @@
-"""Model kinds and their modality: plain data, importable without pydantic (the CLI's `--kind` choices)."""
+"""Model kinds and their modality (the CLI's `--kind` choices), importable without pydantic.
+
+The facts are declared once in `platobench.encoders.support.KINDS`; this module names them for the zoo."""
 
 from __future__ import annotations
 
-MODALITY_OF_KIND: dict[str, str] = {
-    "causal_lm": "text",
-    "text_encoder": "text",
-    "clip_text": "text",
-    "text_jepa": "text",
-    "vision_vit": "vision",
-    "vision_cnn": "vision",
-    "clip_image": "vision",
-}
+from platobench.encoders.support import MODALITY_OF_KIND
+
+__all__ = ["MODALITY_OF_KIND"]

@@ -13,9 +13,17 @@ from typing import Literal
 import pydantic
 from pydantic import ConfigDict, Field, StrictBool, StrictFloat, StrictInt, field_validator, model_validator
 
+from platobench.encoders.support import (
+    BASELINE_SOURCES,
+    LOADERS,
+    MODALITY_OF_KIND,
+    kind_support,
+    loader_support,
+)
 from platobench.files.ids import ID_RULE, MODEL_NAME_PATTERN, shown
-from platobench.zoo.kinds import MODALITY_OF_KIND
 
+# The Literals below list the names `platobench.encoders.support` declares (tests/test_loader_support.py
+# checks that they agree); what each loader and kind supports is read from there.
 Modality = Literal["text", "vision"]
 Kind = Literal["causal_lm", "text_encoder", "vision_vit", "vision_cnn", "clip_text", "clip_image", "text_jepa"]
 Loader = Literal["hf_causal", "hf_text", "hf_vision", "timm", "openclip", "efficientnet_lite", "baseline", "python"]
@@ -23,35 +31,6 @@ Pooling = Literal["avg", "last", "cls", "mean_patch"]
 SourceType = Literal["hub", "timm", "openclip", "local", "packaged", "baseline", "python"]
 
 PACKAGED_PREFIX = "packaged:"
-# Negative controls built by platobench.encoders.baselines (loader "baseline"): the source names which one.
-BASELINE_SOURCES = (
-    "random-init:minilm-l6", "random-init:efficientnet-lite0", "bag-of-words:wordllama", "caption-length",
-    "colour-histogram",
-)
-
-# Which kinds each loader can build ("python" is a user function and may build any kind).
-KINDS_OF_LOADER: dict[str, frozenset[str]] = {
-    "hf_causal": frozenset({"causal_lm"}),
-    "hf_text": frozenset({"text_encoder", "text_jepa"}),
-    "hf_vision": frozenset({"vision_vit"}),
-    "timm": frozenset({"vision_vit", "vision_cnn"}),
-    "openclip": frozenset({"clip_text", "clip_image"}),
-    "efficientnet_lite": frozenset({"vision_cnn"}),
-    "baseline": frozenset({"text_encoder", "vision_cnn"}),
-    "python": frozenset(MODALITY_OF_KIND),
-}
-# Pooling of one layer's tokens into a vector. avg: mean over valid tokens (mask-aware) or, for CNNs,
-# global average pooling; last: last valid token (causal LMs; CLIP's EOT token); cls: the [CLS]/class
-# token; mean_patch: mean over patch tokens, CLS and register tokens excluded.
-POOLINGS_OF_KIND: dict[str, frozenset[str]] = {
-    "causal_lm": frozenset({"avg", "last"}),
-    "text_encoder": frozenset({"avg", "cls"}),
-    "text_jepa": frozenset({"avg", "cls"}),
-    "clip_text": frozenset({"avg", "last"}),
-    "vision_vit": frozenset({"cls", "mean_patch", "avg"}),
-    "clip_image": frozenset({"cls", "mean_patch", "avg"}),
-    "vision_cnn": frozenset({"avg"}),
-}
 
 
 def is_local_path(source: str) -> bool:
@@ -121,74 +100,84 @@ class ModelSpec(pydantic.BaseModel):
 
     @model_validator(mode="after")
     def _check_consistency(self) -> ModelSpec:
-        if MODALITY_OF_KIND[self.kind] != self.modality:
-            raise ValueError(
-                f"kind {self.kind!r} is a {MODALITY_OF_KIND[self.kind]} model, but modality is {self.modality!r}"
-            )
-        if self.kind not in KINDS_OF_LOADER[self.loader]:
-            allowed = ", ".join(sorted(KINDS_OF_LOADER[self.loader]))
+        kind, support = kind_support(self.kind), loader_support(self.loader)
+        if kind.modality != self.modality:
+            raise ValueError(f"kind {self.kind!r} is a {kind.modality} model, but modality is {self.modality!r}")
+        if self.kind not in support.kinds:
+            allowed = ", ".join(sorted(support.kinds))
             raise ValueError(f"loader {self.loader!r} cannot build kind {self.kind!r} (it builds: {allowed})")
-        if self.pooling not in POOLINGS_OF_KIND[self.kind]:
-            allowed = ", ".join(sorted(POOLINGS_OF_KIND[self.kind]))
+        if self.pooling not in kind.poolings:
+            allowed = ", ".join(sorted(kind.poolings))
             raise ValueError(f"pooling {self.pooling!r} does not apply to kind {self.kind!r} (use one of: {allowed})")
+        if self.pooling not in support.poolings:
+            allowed = ", ".join(sorted(support.poolings & kind.poolings))
+            raise ValueError(f"loader {self.loader!r} does not implement pooling {self.pooling!r} (use one of: {allowed})")
         source_type = self.source_type
         if source_type in {"hub", "timm", "openclip"} and not self.revision:
             raise ValueError(f"a {source_type} source needs a pinned 'revision' (a commit hash or a tag such as 'main')")
         if source_type in {"local", "packaged", "baseline", "python"} and self.revision is not None:
             raise ValueError(f"a {source_type} source has no hub revision; remove 'revision'")
-        if self.loader == "baseline" and self.source not in BASELINE_SOURCES:
-            raise ValueError(f"unknown baseline {self.source!r} (known: {', '.join(BASELINE_SOURCES)})")
-        if self.num_layers == 0 and self.loader not in {"baseline", "python"}:
-            raise ValueError("num_layers must be greater than 0 (only a static baseline or a python encoder "
-                             "with one layer has 0 blocks)")
+        if support.sources and self.source not in support.sources:
+            raise ValueError(f"unknown {support.source_type} {self.source!r} (known: {', '.join(support.sources)})")
+        if self.num_layers == 0 and not support.no_blocks:
+            static = ", ".join(s.loader for s in LOADERS.values() if s.no_blocks)
+            raise ValueError(f"num_layers must be greater than 0 (only a static encoder with one layer has 0 blocks; "
+                             f"loaders that allow it: {static})")
         if self.loader == "python" and (source_type != "python" or ":" not in self.source):
             raise ValueError(f"loader 'python' needs source 'module:function', got {self.source!r}")
         if self.image_size is not None and self.modality != "vision":
             raise ValueError("'image_size' applies only to vision models")
-        if self.quantization != "none" and self.loader not in {"hf_causal", "hf_text"}:
-            raise ValueError(f"quantization is only supported by the transformers text loaders, not {self.loader!r}")
+        if self.quantization not in support.quantization:
+            able = ", ".join(s.loader for s in LOADERS.values() if self.quantization in s.quantization)
+            raise ValueError(f"quantization {self.quantization!r} is not supported by loader {self.loader!r} "
+                             f"(loaders that support it: {able})")
+        if self.dtype not in support.dtypes:
+            raise ValueError(f"dtype {self.dtype!r} is not supported by loader {self.loader!r} "
+                             f"(use one of: {', '.join(sorted(support.dtypes))})")
         top = self.top_layer
         if self.layers != "all" and top is not None and max(self.layers) > top:
             raise ValueError(
                 f"layer {max(self.layers)} does not exist: the model has {self.num_layers} blocks "
-                f"(valid indices 0..{top})"
+                f"(valid indices 0..{top}{self._extra_layers_note()})"
             )
         return self
 
+    def _extra_layers_note(self) -> str:
+        """The suffix "; N: <name>" for each layer the loader returns after block `num_layers` (set)."""
+        extra = loader_support(self.loader).extra_layers
+        return "".join(f"; {self.num_layers + i}: {name}" for i, name in enumerate(extra, start=1))
+
     @property
     def top_layer(self) -> int | None:
-        """Highest layer index features can have: `num_layers`, plus one for an open_clip tower's projected
-        embedding; None while `num_layers` is unknown."""
+        """Highest layer index features can have: `num_layers` plus the loader's declared extra layers
+        (an open_clip tower's projected embedding); None while `num_layers` is unknown."""
         if self.num_layers is None:
             return None
-        return self.num_layers + (1 if self.loader == "openclip" else 0)
+        return self.num_layers + len(loader_support(self.loader).extra_layers)
 
     def extraction_problem(self) -> str | None:
         """Why features cannot be extracted with this entry (a field extraction needs is missing), or None.
         `zoo validate` reports it; extraction refuses the entry with it."""
         if self.num_layers is None:
+            extra = loader_support(self.loader).extra_layers
+            after = "".join(f"; index num_layers + {i} is the {name}" for i, name in enumerate(extra, start=1))
             return (
                 "field 'num_layers': required to extract features (the number of blocks or stages, "
-                "embeddings excluded; it keys the feature cache)"
+                f"embeddings excluded{after}; it keys the feature cache)"
             )
         return None
 
     @property
     def source_type(self) -> SourceType:
         """How `source` is to be read: hub | timm | openclip | local | packaged | baseline | python."""
-        if self.loader == "baseline":
-            return "baseline"
+        support = loader_support(self.loader)
+        if support.sources:  # a closed set of names (baselines): never a path or a packaged asset
+            return support.source_type  # type: ignore[return-value]  # declared as a SourceType
         if self.source.startswith(PACKAGED_PREFIX):
             return "packaged"
         if is_local_path(self.source):
             return "local"
-        if self.loader == "python":
-            return "python"
-        if self.loader == "timm":
-            return "timm"
-        if self.loader == "openclip":
-            return "openclip"
-        return "hub"
+        return support.source_type  # type: ignore[return-value]
 
     @property
     def packaged_asset(self) -> str | None:
@@ -209,3 +198,9 @@ class ModelSpec(pydantic.BaseModel):
         if bad:
             raise ValueError(f"{self.name}: layers {bad} do not exist (valid indices 0..{num_blocks})")
         return list(self.layers)
+
+
+__all__ = [
+    "BASELINE_SOURCES", "MODALITY_OF_KIND", "PACKAGED_PREFIX", "Kind", "Loader", "Modality", "ModelSpec", "Pooling",
+    "SourceType", "is_local_path",
+]
