@@ -96,6 +96,7 @@ SVCCA = register(
         description="SVCCA (Raghu et al. 2017), deterministic: exact SVD keeping the directions that explain "
         "`variance` of the variance (or `dim` directions), then CCA; mean canonical correlation.",
         range=(0.0, 1.0),
+        identity_score=1.0,
         extra={"permute": _permute},
     )
 )

@@ -120,6 +120,7 @@ CKA = register(
         "Song et al. 2012 (default) or biased = HSIC_0; kernel linear or rbf (sigma = sigma_frac x median "
         "pairwise distance); float64.",
         range=(-1.0, 1.0),
+        identity_score=1.0,
         extra={"permute": _permute},
     )
 )

@@ -11,7 +11,8 @@ neighbour).
 
   mutual_knn  mean_i |N_X(i) ∩ N_Y(i)| / k.  Symmetric; chance k / (N - 1).
   cycle_knn   mean_i 1[∃ j ∈ N_Y(i): i ∈ N_X(j)]: go to a Y-neighbour, come back through X
-              (the reference's `knn_A[knn_B]` with A = X, B = Y).  Not symmetric.
+              (the reference's `knn_A[knn_B]` with A = X, B = Y).  Not symmetric, and below 1 on
+              equal inputs when some i is no neighbour of any of its own neighbours.
   lcs_knn     mean_i LCS(N_X(i), N_Y(i)) / k: longest common subsequence of the two ordered lists,
               normalised to [0, 1] (the reference returns the raw length in [0, k]).  Symmetric.
   cknna       the reference estimator: with K = X X^T, L = Y Y^T and the mask M_ij = 1[j ∈ N_X(i) and
@@ -20,6 +21,11 @@ neighbour).
               kernels, V_X the kNN indicator of X.  Because h uses 1ᵀ K̃ L̃ 1 on asymmetric matrices the
               estimator is not symmetric in (X, Y).  Unlike the reference we add no 1e-6 to the
               denominator (it is not negligible for l2-normalised features, whose HSIC values are small).
+
+Invariances (declared on every metric here, under preprocess "none"): rotation and isotropic scaling
+of either side and a joint reordering of the samples leave the inner-product order, hence the lists,
+unchanged (cknna's ratio of HSICs is also unchanged by the scale c^2 of the inner products).
+Translation is not declared: X + v changes <x_i, x_j> by <x_i + x_j, v> + |v|^2, which reorders neighbours.
 
 Layer grids (see platobench.metrics.registry): the per-layer summary is the neighbour lists
 (`KnnSets`, O(N k) memory); `combine` rebuilds the 0/1 neighbour indicators of a block of samples for
@@ -391,20 +397,20 @@ _KNN_INVARIANCES = ("rotation", "isotropic_scaling", "sample_permutation_joint")
 
 def _knn_metric(
     id: str, combine: Any, *, symmetric: bool, description: str, chance: Any = None, min_n: int = 2,
-    range: tuple[float, float] | None = (0.0, 1.0),
+    range: tuple[float, float] | None = (0.0, 1.0), identity_score: float | None = 1.0,
 ) -> Metric:
     """A kNN-family descriptor: shared parameters, invariances, summaries and permutation hook."""
     return Metric(
         id=id, params=dict(_PARAMS), higher_is_better=True, symmetric=symmetric, invariances=_KNN_INVARIANCES,
         chance=chance or _no_chance, summarize_x=_summarize, combine=combine, validate=_validate(min_n),
-        description=description, range=range, extra={"permute": permute_knn},
+        description=description, range=range, identity_score=identity_score, extra={"permute": permute_knn},
     )
 
 
 for _metric in (
     _knn_metric("mutual_knn", combine_mutual, symmetric=True, chance=lambda n, p: p["k"] / (n - 1),
                 description="mean fraction of shared k nearest neighbours (inner product, self excluded; PRH)"),
-    _knn_metric("cycle_knn", combine_cycle, symmetric=False,
+    _knn_metric("cycle_knn", combine_cycle, symmetric=False, identity_score=None,
                 description="fraction of samples i reached back from a Y-neighbour through X-neighbours (PRH)"),
     _knn_metric("lcs_knn", combine_lcs, symmetric=True,
                 description="longest common subsequence of the ordered kNN lists / k (PRH)"),

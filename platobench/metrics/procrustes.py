@@ -137,6 +137,7 @@ ROTATION_RESIDUAL = register(
         description="Orthogonal Procrustes residual min_Q ||XQ - Y||_F^2 = 2(1 - ||X^T Y||_*) after centring, "
         "unit Frobenius norm and zero-padding; 0 = a rotation of each other, lower is better.",
         range=(0.0, 2.0),
+        identity_score=0.0,
         extra={"permute": _permute_rows},
     )
 )
@@ -202,5 +203,6 @@ ROTATION_RESIDUAL_HELDOUT = register(
         description="Procrustes residual out of sample: rotation fitted on a seeded half (in its row space), "
         "residual 2 - 2 tr(Q^T Hx^T Hy) on the other half scaled to unit norm; in [0, 4], lower is better.",
         range=(0.0, 4.0),
+        identity_score=0.0,
     )
 )

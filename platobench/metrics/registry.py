@@ -10,6 +10,7 @@ score by construction (up to float rounding of batched products, < 1e-6).
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import importlib
 from collections.abc import Callable
@@ -25,6 +26,20 @@ SummarizeFn = Callable[[torch.Tensor, dict[str, Any]], Summary]
 CombineFn = Callable[[list[Summary], list[Summary], dict[str, Any]], torch.Tensor]
 ChanceFn = Callable[[int, dict[str, Any]], "float | None"]
 
+#: A sample count so large that `Metric.validate` can only reject parameters, not N: what
+#: `Metric.checked_params` passes before any data exists (e.g. when a settings file is loaded).
+ANY_N = 2**62
+
+
+def did_you_mean(value: Any, options: Any) -> str:
+    """' (did you mean 'x'?)' with the closest of `options` to `value` (difflib), or '' when none is close."""
+    close = difflib.get_close_matches(str(value), [str(o) for o in options], n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+#: Invariance names a `Metric` may declare (see `Metric.invariances`).
+INVARIANCES = ("rotation", "isotropic_scaling", "translation", "sample_permutation_joint")
+
 
 @dataclass(frozen=True)
 class Metric:
@@ -33,9 +48,13 @@ class Metric:
     id: stable metric id used in records (e.g. "mutual_knn").
     params: parameter names with their defaults; any other keyword is rejected.
     higher_is_better: direction of the score.
-    symmetric: score(X, Y) == score(Y, X).
-    invariances: transforms of either input that leave the score unchanged, from
-        {"rotation", "isotropic_scaling", "translation", "sample_permutation_joint"}.
+    symmetric: score(X, Y) == score(Y, X) (to float rounding) for every valid pair.
+    invariances: transforms that leave the score unchanged (to float rounding) under preprocess "none",
+        from `INVARIANCES`: "rotation" (X -> X Q, Q an orthogonal [D, D] matrix, on either side),
+        "isotropic_scaling" (X -> c X, c > 0, either side), "translation" (X -> X + v, v a [D] vector,
+        either side), "sample_permutation_joint" (the same reordering of the rows of X and Y). Only what
+        holds for every parameter value is declared; a metric that declares none says why in its module
+        docstring. tests/test_metric_contracts.py checks every declaration on random inputs.
     chance: chance(n, params) -> expected score of independent inputs, or None when it is only known
         through the permutation null (platobench.metrics.stats).
     summarize_x / summarize_y: per-layer work for the X and Y sides (the same function unless the
@@ -46,6 +65,10 @@ class Metric:
         back into it; the best value is hi for higher-is-better metrics, lo otherwise, see
         `stats.calibrated_score`); None only when the score is unbounded (cknna), said in `description`.
         kNN overlaps and SVCCA [0, 1], CKA [-1, 1], rotation_residual [0, 2], held-out residual [0, 4].
+    identity_score: score(X, T(X)) for every valid X and every T composed of the declared invariances
+        (T the identity included): the best value of `range` where the metric reaches it on equal
+        inputs (1 for similarities, 0 for residuals), also for cknna (1, unbounded range); None when
+        score(X, X) depends on X (cycle_knn: a sample's neighbours need not have it as a neighbour).
     extra: optional hooks. extra["permute"](summary, perm) -> the summary of Y[perm] (row a of Y[perm]
         is row perm[a] of Y) computed from the summary of Y without redoing per-layer work; permutation
         nulls use it through `LayerSummaries.grid(perm=...)` (platobench.metrics.api).
@@ -63,17 +86,31 @@ class Metric:
     validate: Callable[[int, dict[str, Any]], None] | None = None
     description: str = ""
     range: tuple[float, float] | None = None
+    identity_score: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.invariances) - set(INVARIANCES))
+        if unknown:
+            raise ValueError(f"metric {self.id!r} declares unknown invariance(s) {unknown}; expected {INVARIANCES}")
 
     def resolve_params(self, given: dict[str, Any]) -> dict[str, Any]:
         """Defaults overlaid with `given`; unknown names raise UserError."""
         unknown = sorted(set(given) - set(self.params))
         if unknown:
             raise UserError(
-                f"metric {self.id!r} got unknown parameter(s) {unknown}; "
+                f"metric {self.id!r} got unknown parameter(s) {unknown}{did_you_mean(unknown[0], self.params)}; "
                 f"expected a subset of {sorted(self.params)}"
             )
         return {**self.params, **given}
+
+    def checked_params(self, given: dict[str, Any]) -> dict[str, Any]:
+        """`resolve_params(given)` with each value checked by `validate` (at `ANY_N` samples, so only the
+        checks that do not depend on N apply); UserError otherwise."""
+        resolved = self.resolve_params(given)
+        if self.validate is not None:
+            self.validate(ANY_N, resolved)
+        return resolved
 
     def describe(self) -> dict[str, Any]:
         """JSON-serialisable summary (used by `platobench metrics --json` and result records)."""
@@ -84,6 +121,7 @@ class Metric:
             "symmetric": self.symmetric,
             "invariances": list(self.invariances),
             "range": list(self.range) if self.range else None,
+            "identity_score": self.identity_score,
             "description": self.description,
         }
 
@@ -111,7 +149,9 @@ def get_metric(metric_id: str) -> Metric:
     try:
         return _REGISTRY[metric_id]
     except KeyError:
-        raise UserError(f"unknown metric {metric_id!r}; available: {sorted(_REGISTRY)}") from None
+        raise UserError(
+            f"unknown metric {metric_id!r}{did_you_mean(metric_id, _REGISTRY)}; available: {sorted(_REGISTRY)}"
+        ) from None
 
 
 def list_metrics(pattern: str = "*") -> list[Metric]:
