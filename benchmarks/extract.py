@@ -1,4 +1,4 @@
-"""Extractor benchmark (issue 4): platobench's batched extractor against a reference-style baseline, same
+"""Extractor benchmark: platobench's batched extractor against a reference-style baseline, same
 run, same model, same data, on CPU; plus warm-cache reuse.
 
 Baseline = what the PRH reference code does: text batches of 4 padded to the whole dataset's longest caption;

@@ -1,6 +1,6 @@
 """Timing of the blind-matching solvers (platobench.metrics.matching) on planted problems.
 
-Targets (issue 6): `faq` at N=100 <= 1 s and `gw` at N=1000 <= 5 s on 2 cores. Each solver is timed
+Targets: `faq` at N=100 <= 1 s and `gw` at N=1000 <= 5 s on 2 cores. Each solver is timed
 against a baseline measured in the same run:
   faq  blind_match (barycenter + 8 seeded restarts, kernels standardised, objective re-scored) versus
        one bare scipy.optimize.quadratic_assignment call from the barycenter;

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from platobench.bench.run_command import add_settings_file_option
+from platobench.cli_options import add_json_option
 from platobench.errors import UserError
 from platobench.files.ids import shown
 from platobench.table import format_table
@@ -36,7 +37,7 @@ def register(subparsers: Any) -> None:
     show.add_argument("name", metavar="ID", help="setting id (e.g. prh-mknn) or group name (e.g. demo)")
     for p, func in ((ls, _settings_list), (show, _settings_show)):
         add_settings_file_option(p)
-        p.add_argument("--json", action="store_true", help="print JSON")
+        add_json_option(p, what="the settings and groups")
         p.set_defaults(func=func)
 
     pairs = subparsers.add_parser(
@@ -53,7 +54,7 @@ def register(subparsers: Any) -> None:
     for p, func in ((ls, _pairs_list), (show, _pairs_show)):
         add_settings_file_option(p)
         add_zoo_option(p)
-        p.add_argument("--json", action="store_true", help="print JSON")
+        add_json_option(p, what="the pair sets")
         p.set_defaults(func=func)
 
 

@@ -46,6 +46,7 @@ from platobench.bench.check_fields import (
 from platobench.bench.results import DatasetRef, ResultRecord, load_records
 from platobench.bench.run_command import add_catalog_options, scorers
 from platobench.bench.settings import Catalog, Setting
+from platobench.cli_options import add_device_option, add_json_option
 from platobench.errors import UserError
 from platobench.files.ids import shown
 from platobench.zoo import zoo_from_args
@@ -303,12 +304,12 @@ def register(subparsers: Any) -> None:
                    help="recompute only the layer grid and scores, not the permutation null and CI (much faster)")
     p.add_argument("--no-extract", action="store_true", help="use cached features only; never load a model")
     p.add_argument("--strict", action="store_true", help="records that cannot be recomputed fail the check")
-    p.add_argument("--device", default="cpu", help="device for extractions (cpu, cuda, cuda:N)")
+    add_device_option(p)
     p.add_argument("--perturb", type=float, default=0.0, metavar="REL",
                    help="multiply every feature by (1 + REL * N(0,1)) before recomputing, e.g. 1e-6: a score that "
                         "moves under CPU-rounding-sized noise would not reproduce on another machine")
     p.add_argument("--perturb-seed", type=int, default=0, help="seed of the --perturb noise (default 0)")
-    p.add_argument("--json", action="store_true", help="print the outcome of every record as JSON")
+    add_json_option(p, what="the outcome of every record")
     add_catalog_options(p)
     p.set_defaults(func=_check)
 

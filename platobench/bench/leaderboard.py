@@ -38,7 +38,9 @@ from platobench.bench.leaderboard_notes import MISSING, TIE_RULE, p_floor_senten
 from platobench.bench.ranks import tie_ranks
 from platobench.bench.results import ResultRecord, load_records_checked
 from platobench.bench.safe_text import csv_cell, md_text, one_line
+from platobench.cli_options import add_json_option
 from platobench.errors import UserError
+from platobench.files.atomic import atomic_write_text
 from platobench.files.ids import shown
 from platobench.files.yaml_safe import read_yaml
 
@@ -247,8 +249,8 @@ def csv_text(boards: list[Board]) -> str:
 
 
 def write_csv(boards: list[Board], path: Path) -> None:
-    """`csv_text` written to `path` as UTF-8."""
-    Path(path).write_text(csv_text(boards), encoding="utf-8", newline="")
+    """`csv_text` written to `path` as UTF-8, atomically (a reader never sees half a table)."""
+    atomic_write_text(path, csv_text(boards))
 
 
 PAPER_TEXT = ("source", "citation", "language", "vision", "metric")
@@ -424,7 +426,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--results", type=Path, default=Path("results"), help="folder of result records (default ./results)")
     p.add_argument("--out", type=Path, default=Path("leaderboard"), help="output folder (default ./leaderboard)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
-    p.add_argument("--json", action="store_true", help="print what was written as JSON")
+    add_json_option(p, what="what was written")
     p.set_defaults(func=_leaderboard)
 
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from platobench.errors import UserError
+from platobench.cli_options import add_device_option, add_json_option
 from platobench.table import format_table
 from platobench.zoo import add_zoo_option, zoo_from_args
 
@@ -58,13 +58,13 @@ def register(subparsers: Any) -> None:
     p.add_argument("--limit", type=int, default=None,
                    help="a quick test, not comparable with full records: the first N samples of each paired "
                         "dataset, the first N images of each class of a class dataset (zero-shot settings)")
-    p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    add_device_option(p)
     p.add_argument("--batch-size", type=int, default=32, help="extraction batch size")
     p.add_argument("--workers", type=int, default=2, help="image-decoding workers")
     p.add_argument("--skip-existing", action="store_true", help="skip any pair x setting that already has a record")
     p.add_argument("--force", action="store_true", help="recompute records even when their inputs are unchanged")
     p.add_argument("--dry-run", action="store_true", help="show the plan (models, sizes, GPU memory, cached) and stop")
-    p.add_argument("--json", action="store_true", help="print the plan or the run summary as JSON")
+    add_json_option(p, what="the plan or the run summary")
     add_catalog_options(p)
     p.set_defaults(func=_run)
 
@@ -73,15 +73,15 @@ def _run(args: argparse.Namespace) -> int:
     from platobench.bench.pairs import resolve_pairs
     from platobench.bench.results import load_record
     from platobench.bench.runner import Job, RunOptions, execute, plan_rows
+    from platobench.bench.setting_rules import check_limit
     from platobench.bench.settings import Catalog
     from platobench.bench.terminal_board import board_rows, print_board
     from platobench.features.store import FeatureStore
 
-    if args.limit is not None and args.limit < 12:
-        raise UserError(f"--limit must be at least 12 samples (mutual kNN uses k=10 neighbours), got {args.limit}")
     catalog = Catalog(args.settings_file)
     zoo = zoo_from_args(args)
     settings = catalog.resolve_settings(args.settings)
+    check_limit(settings, args.limit)
     pairs = resolve_pairs(args.pairs, catalog, zoo)
     jobs = [Job(s, a, b) for s in settings for a, b in pairs]
     opts = RunOptions(

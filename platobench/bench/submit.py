@@ -32,7 +32,9 @@ from platobench.bench.leaderboard import rank_records
 from platobench.bench.pairs import resolve_pairs
 from platobench.bench.results import ResultRecord, load_record, load_records, record_path
 from platobench.bench.run_command import add_catalog_options, scorers
+from platobench.bench.setting_rules import check_limit
 from platobench.bench.settings import Catalog
+from platobench.cli_options import add_device_option, add_json_option
 from platobench.data import DEFAULT_PAIRED, get_dataset
 from platobench.errors import UserError
 from platobench.zoo import load_zoo, read_zoo_file
@@ -204,9 +206,9 @@ def register(subparsers: Any) -> None:
                         "dataset, the first N images of each class of a class dataset")
     p.add_argument("--mock-samples", type=int, default=4, help="samples of the mock pass (default 4)")
     p.add_argument("--mock-only", action="store_true", help="stop after validation and the mock pass")
-    p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    add_device_option(p)
     p.add_argument("--batch-size", type=int, default=32, help="extraction batch size")
-    p.add_argument("--json", action="store_true", help="print the mock pass, run summary and ranks as JSON")
+    add_json_option(p, what="the mock pass, run summary and ranks")
     add_catalog_options(p)
     p.set_defaults(func=_submit)
 
@@ -217,10 +219,9 @@ def _submit(args: argparse.Namespace) -> int:
 
     if args.mock_samples < 2:
         raise UserError(f"--mock-samples must be at least 2, got {args.mock_samples}")
-    if args.limit is not None and args.limit < 12:
-        raise UserError(f"--limit must be at least 12 samples (mutual kNN uses k=10 neighbours), got {args.limit}")
     catalog = Catalog(args.settings_file)
     settings = catalog.resolve_settings(args.settings)
+    check_limit(settings, args.limit)
     zoo, submitted = read_submission(args.file, args.zoo)
     say = (lambda *a: print(*a, file=sys.stderr)) if args.json else print
     mocks = []

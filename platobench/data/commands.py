@@ -6,6 +6,7 @@ import argparse
 import json
 from typing import Any
 
+from platobench.cli_options import add_json_option, add_key_value_option, parse_key_values
 from platobench.errors import UserError
 
 
@@ -19,7 +20,7 @@ def register(subparsers: Any) -> None:
         help="every dataset name with its kind and source",
         description="List the datasets `--dataset` accepts.",
     )
-    ls.add_argument("--json", action="store_true", help="print a JSON list")
+    add_json_option(ls, what="the dataset list")
     ls.set_defaults(func=_list)
     show = sub.add_parser(
         "show",
@@ -30,17 +31,11 @@ def register(subparsers: Any) -> None:
     show.add_argument("name", help="dataset name (see `platobench data list`)")
     show.add_argument("--limit", type=int, default=None, help="keep the first N samples (class datasets: of each class)")
     show.add_argument("--samples", type=int, default=5, help="how many samples to print (default 5)")
-    show.add_argument(
-        "--option",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="dataset option, e.g. seed=1 or templates=cifar (repeatable)",
-    )
+    add_key_value_option(show, "--option", metavar="KEY=VALUE", help="dataset option, e.g. seed=1 or templates=cifar")
     show.add_argument(
         "--no-image-check", action="store_true", help="do not decode every image to count duplicates"
     )
-    show.add_argument("--json", action="store_true", help="print a JSON object")
+    add_json_option(show, what="the summary and samples")
     show.set_defaults(func=_show)
 
 
@@ -58,23 +53,13 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _parse_options(pairs: list[str]) -> dict[str, Any]:
-    options: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise UserError(f"--option {pair!r}: expected KEY=VALUE")
-        options[key] = int(value) if value.lstrip("-").isdigit() else value
-    return options
-
-
 def _show(args: argparse.Namespace) -> int:
     from platobench.data import ClassDataset, get_dataset, quality
     from platobench.data.catalog import licence_of, lookup
 
     if args.samples < 0:
         raise UserError(f"--samples {args.samples}: expected a count >= 0")
-    ds = get_dataset(args.name, limit=args.limit, **_parse_options(args.option))
+    ds = get_dataset(args.name, limit=args.limit, **parse_key_values(args.option, "--option"))
     info = lookup(args.name).info
     out: dict[str, Any] = {
         "name": ds.name,

@@ -7,12 +7,12 @@ ids come from the source's own id column where it has one, else the row number i
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any
 
 from platobench.data.base import ClassDataset, PairedDataset
 from platobench.errors import UserError
+from platobench.hub import hub_offline
 
 OFFLINE_FALLBACK = "an offline dataset: openclipart-1024 (paired), openclipart-categories or fashion-mnist (class)"
 
@@ -35,11 +35,6 @@ class HubSpec:
 
     def describe(self) -> str:
         return f"hub dataset {self.repo} (revision {self.revision}, split {self.split})"
-
-
-def hub_offline() -> bool:
-    """True when HF_HUB_OFFLINE asks for cache-only loading."""
-    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def load_split(spec: HubSpec) -> Any:

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from platobench.cli_options import add_json_option
 from platobench.encoders import packaged
 from platobench.errors import UserError
 from platobench.paths import home as default_home
@@ -39,7 +40,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--force", action="store_true", help="re-verify and re-convert even if already prepared")
     parser.add_argument("--home", type=Path, metavar="DIR", help="platobench home; weights go to DIR/models (default: $PLATOBENCH_HOME or ~/.cache/platobench)")
     parser.add_argument("--list", action="store_true", help="only list the assets and whether they are prepared")
-    parser.add_argument("--json", action="store_true", help="print a JSON list of {asset, path, prepared, sha256}")
+    add_json_option(parser, what="a list of {asset, path, prepared, sha256}")
     parser.set_defaults(func=_prepare)
 
 

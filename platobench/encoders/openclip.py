@@ -22,8 +22,9 @@ import torch
 from platobench.encoders.base import TextEncoder, VisionEncoder, to_output
 from platobench.encoders.pooling import pool_text, pool_vision_tokens
 from platobench.encoders.runtime import resolve_dtype
-from platobench.encoders.sources import hub_errors, hub_offline, local_path
+from platobench.encoders.sources import hub_errors, local_path
 from platobench.errors import UserError
+from platobench.hub import hub_offline
 from platobench.zoo.spec import ModelSpec
 
 WEIGHT_FILES = ("open_clip_model.safetensors", "open_clip_pytorch_model.bin")

@@ -1,6 +1,6 @@
 """Device and dtype policy shared by the loaders.
 
-dtype "auto" (issue 3): bfloat16 on CUDA GPUs of compute capability >= 8 (Ampere and later, which have
+dtype "auto": bfloat16 on CUDA GPUs of compute capability >= 8 (Ampere and later, which have
 bf16 tensor cores), float32 everywhere else, CPU included. The PRH reference code checks >= 7, which
 picks bf16 on V100s where it is emulated; we do not.
 """
@@ -12,13 +12,8 @@ from contextlib import contextmanager
 
 import torch
 
+from platobench.dtypes import DTYPE_NAMES, torch_dtype
 from platobench.errors import UserError
-
-DTYPES: dict[str, torch.dtype] = {
-    "float32": torch.float32,
-    "bfloat16": torch.bfloat16,
-    "float16": torch.float16,
-}
 
 
 def resolve_device(device: str | torch.device) -> torch.device:
@@ -33,14 +28,14 @@ def resolve_device(device: str | torch.device) -> torch.device:
 
 
 def resolve_dtype(policy: str, device: torch.device) -> torch.dtype:
-    """The compute dtype for a policy ("auto" or a name in DTYPES) on `device`."""
+    """The compute dtype for a policy ("auto" or a name in DTYPE_NAMES) on `device`."""
     if policy == "auto":
         if device.type == "cuda" and torch.cuda.get_device_capability(device)[0] >= 8:
             return torch.bfloat16
         return torch.float32
-    if policy not in DTYPES:
-        raise UserError(f"--dtype: {policy!r} is not one of auto, {', '.join(DTYPES)}")
-    return DTYPES[policy]
+    if policy not in DTYPE_NAMES:
+        raise UserError(f"--dtype: {policy!r} is not one of auto, {', '.join(DTYPE_NAMES)}")
+    return torch_dtype(policy)
 
 
 @contextmanager

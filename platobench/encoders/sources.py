@@ -9,7 +9,6 @@ for it (`trust_remote_code: true`) and that the user named with `--trust-remote-
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,15 +16,9 @@ from typing import Any
 
 from platobench.encoders import packaged
 from platobench.errors import UserError
+from platobench.hub import hub_offline
 from platobench.zoo.remote_code import OPTION, remote_code_flag
 from platobench.zoo.spec import ModelSpec
-
-TRUE_VALUES = {"1", "true", "yes", "on"}
-
-
-def hub_offline() -> bool:
-    """True when `HF_HUB_OFFLINE` is set to a true value."""
-    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in TRUE_VALUES
 
 
 def local_path(spec: ModelSpec, home: Path | None) -> Path | None:

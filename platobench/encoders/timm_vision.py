@@ -23,8 +23,9 @@ from platobench.encoders.base import VisionEncoder, to_output
 from platobench.encoders.pooling import global_average, pool_vision_tokens
 from platobench.encoders.preprocess import ToRGB
 from platobench.encoders.runtime import resolve_dtype
-from platobench.encoders.sources import hub_errors, hub_offline, local_path
+from platobench.encoders.sources import hub_errors, local_path
 from platobench.errors import UserError
+from platobench.hub import hub_offline
 from platobench.zoo.spec import ModelSpec
 
 

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from platobench.cli_options import add_json_option
 from platobench.errors import UserError
 from platobench.table import format_table
 
@@ -39,7 +40,7 @@ def register(subparsers: Any) -> None:
         where.add_argument("--root", dest="cache_root", type=Path, default=None, help=argparse.SUPPRESS)
         p.add_argument("--model", default="*", help="only entries whose model matches this glob")
         p.add_argument("--dataset", default="*", help="only entries whose dataset matches this glob")
-        p.add_argument("--json", action="store_true", help="print JSON")
+        add_json_option(p, what="the entries")
 
     ls = sub.add_parser("list", help="list entries", description="List complete and partial entries.")
     hidden_ls = sub.add_parser("ls", description="List complete and partial entries.")  # former name; no help: unlisted

@@ -6,6 +6,8 @@ import argparse
 import json
 from typing import Any
 
+from platobench.cli_options import add_device_option, add_json_option
+from platobench.dtypes import DTYPE_NAMES
 from platobench.errors import UserError
 from platobench.zoo import add_zoo_option, zoo_from_args
 
@@ -31,9 +33,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--batch-size", type=int, default=32, help="samples per forward pass (halved on out-of-memory)")
     p.add_argument("--chunk-size", type=int, default=256, help="samples per cached chunk (unit of resumption)")
     p.add_argument("--workers", type=int, default=2, help="DataLoader workers decoding images (0: in the main process)")
-    p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
-    p.add_argument("--dtype", default=None, help="override the zoo's dtype policy: auto, float32, bfloat16, float16")
-    p.add_argument("--json", action="store_true", help="print one JSON object per model: path, n, layers, widths, cached, seconds")
+    add_device_option(p)
+    p.add_argument("--dtype", default=None, help=f"override the zoo's dtype policy: auto, {', '.join(DTYPE_NAMES)}")
+    add_json_option(p, what="one object per model (path, n, layers, widths, cached, seconds)")
     add_zoo_option(p, loads_models=True)
     p.set_defaults(func=_run)
 

@@ -35,6 +35,7 @@ from safetensors.torch import load as st_load
 
 from platobench import paths
 from platobench.data.base import ids_hash
+from platobench.dtypes import DTYPE_NAMES
 from platobench.errors import UserError
 from platobench.features.entry_lock import EntryLock
 
@@ -42,11 +43,6 @@ if TYPE_CHECKING:
     from platobench.features.writer import EntryWriter
 
 FORMAT_VERSION = 1
-DTYPES: dict[str, torch.dtype] = {
-    "float32": torch.float32,
-    "float16": torch.float16,
-    "bfloat16": torch.bfloat16,
-}
 CHUNK_NAME = re.compile(r"^chunk-(\d{9})-(\d{9})-([0-9a-f]{64})\.safetensors$")
 
 
@@ -91,9 +87,9 @@ class FeatureKey:
                 raise ValueError(f"FeatureKey.{name} must be a non-empty string")
         if not self.layers:
             raise ValueError("FeatureKey.layers must name at least one layer")
-        if self.stored_dtype not in DTYPES:
+        if self.stored_dtype not in DTYPE_NAMES:
             raise ValueError(
-                f"FeatureKey.stored_dtype={self.stored_dtype!r}: expected one of {sorted(DTYPES)}"
+                f"FeatureKey.stored_dtype={self.stored_dtype!r}: expected one of {sorted(DTYPE_NAMES)}"
             )
 
     def as_dict(self) -> dict[str, Any]:
@@ -161,7 +157,7 @@ def manifest_problem(manifest: Any, digest: str) -> str | None:
     try:
         n, ids, files = manifest["n"], manifest["ids"], manifest["files"]
         layer_ids, widths = manifest["layer_ids"], manifest["widths"]
-        if not isinstance(manifest["key"], dict) or manifest["dtype"] not in DTYPES:
+        if not isinstance(manifest["key"], dict) or manifest["dtype"] not in DTYPE_NAMES:
             return "key or dtype is invalid"
     except (KeyError, TypeError):
         return "a field is missing (n, ids, files, layer_ids, widths, key or dtype)"

@@ -24,10 +24,10 @@ from typing_extensions import Self
 
 from platobench import __version__
 from platobench.data.base import ids_hash
+from platobench.dtypes import SAFETENSORS_CODES, torch_dtype
 from platobench.features.entry_lock import EntryLock
 from platobench.features.store import (
     CHUNK_NAME,
-    DTYPES,
     FORMAT_VERSION,
     CorruptEntryError,
     FeatureEntry,
@@ -42,7 +42,6 @@ if TYPE_CHECKING:
     from platobench.features.store import FeatureStore
 
 ArrayLike = torch.Tensor | np.ndarray
-_ST_DTYPES = {"float32": "F32", "float16": "F16", "bfloat16": "BF16"}
 
 
 def _as_tensor(array: ArrayLike, dtype: torch.dtype) -> torch.Tensor:
@@ -98,7 +97,7 @@ class EntryWriter:
             "dtype": dtype,
         }
         self.n = len(ids)
-        self._torch_dtype = DTYPES[dtype]
+        self._torch_dtype = torch_dtype(dtype)
         self.dir.parent.mkdir(parents=True, exist_ok=True)
         self._lock = EntryLock(self.dir.parent, self.digest, self.label)
         self._lock.acquire(lock_timeout)
@@ -162,7 +161,7 @@ class EntryWriter:
               "recomputing it", file=sys.stderr, flush=True)
 
     def _chunk_header_ok(self, header: dict[str, Any], rows: int) -> bool:
-        want = _ST_DTYPES[self.plan["dtype"]]
+        want = SAFETENSORS_CODES[self.plan["dtype"]]
         for i, width in enumerate(self.plan["widths"]):
             info = header.get(f"layer.{i}")
             if not isinstance(info, dict) or info.get("dtype") != want or info.get("shape") != [rows, width]:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from platobench import paths
+from platobench.cli_options import add_device_option, add_json_option
 from platobench.errors import UserError
 from platobench.jepa.sizes import SIZES
 from platobench.jepa.views import parse_views
@@ -91,11 +92,7 @@ def register(subparsers: Any) -> None:
         default=None,
         help="checkpoint folder (default $PLATOBENCH_HOME/jepa/<name after '/'>)",
     )
-    tr.add_argument(
-        "--json",
-        action="store_true",
-        help="print one JSON object (initial_loss, final_loss, effective_rank, checkpoint, zoo_entry, ...)",
-    )
+    add_json_option(tr, what="the training summary (initial_loss, final_loss, effective_rank, checkpoint, zoo_entry, ...)")
     tr.set_defaults(func=_train)
     _register_compare(sub)
 
@@ -227,12 +224,8 @@ def _register_compare(sub: Any) -> None:
         help=f"text models measured on the same held-out data (default {DEFAULT_LLMS}; '' for none)",
     )
     cp.add_argument("--out", type=Path, default=Path("results"), help="results folder (default ./results)")
-    cp.add_argument(
-        "--device", default="cpu", help="extraction device: cpu, cuda or cuda:N (training picks its own)"
-    )
-    cp.add_argument(
-        "--json", action="store_true", help="print one JSON object (runs, records, summary, wall_s)"
-    )
+    add_device_option(cp, used_for="extraction (training picks its own)")
+    add_json_option(cp, what="the runs, records, summary and wall_s")
     add_catalog_options(cp)
     cp.set_defaults(func=_compare)
 

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from platobench.cli_options import add_device_option, add_json_option, add_key_value_option, parse_key_values
 from platobench.errors import UserError
 from platobench.files.ids import shown
 
@@ -22,7 +23,7 @@ PREPROCESS_CHOICES = ("l2", "none", "prh", "prh_exact")
 
 def register(subparsers: Any) -> None:
     m = subparsers.add_parser("metrics", help="list the alignment metrics", description="List metric descriptors.")
-    m.add_argument("--json", action="store_true", help="print a JSON list of descriptors")
+    add_json_option(m, what="the list of metric descriptors")
     m.set_defaults(func=_list)
 
     s = subparsers.add_parser(
@@ -36,7 +37,7 @@ def register(subparsers: Any) -> None:
         ),
     )
     s.add_argument("--metric", required=True, help="metric id (see `platobench metrics`)")
-    s.add_argument("--param", action="append", default=[], metavar="NAME=VALUE", help="metric parameter (repeatable), e.g. k=10")
+    add_key_value_option(s, "--param", metavar="NAME=VALUE", help="metric parameter, e.g. k=10")
     s.add_argument("--preprocess", default="none", choices=PREPROCESS_CHOICES, help="feature preprocessing")
     s.add_argument("--selection", default="best", help="best | last | i,j")
     s.add_argument("--x", type=Path, help="features file of the first model")
@@ -45,13 +46,13 @@ def register(subparsers: Any) -> None:
     s.add_argument("--y-model", help="second zoo model (features from the cache)")
     s.add_argument("--dataset", help="dataset of --x-model/--y-model")
     s.add_argument("--limit", type=int, default=None, help="only the first N samples of the dataset")
-    s.add_argument("--device", default="cpu", help="device used if features must be extracted")
+    add_device_option(s, used_for="extraction when cached features are missing")
     s.add_argument("--grid", action="store_true", help="also print the whole layer grid")
     s.add_argument("--null", type=int, default=0, metavar="B",
                    help="also compute a permutation null with B shuffles of the pairing: its mean ± std and the "
                         "p-value, whose floor is 1/(B+1) (default 0: no null)")
     s.add_argument("--seed", type=int, default=0, help="seed of the --null shuffles (default 0)")
-    s.add_argument("--json", action="store_true", help="print a JSON object")
+    add_json_option(s, what="the score, its layers and statistics")
     s.set_defaults(func=_score)
 
 
@@ -67,25 +68,6 @@ def _list(args: argparse.Namespace) -> int:
         params = ", ".join(f"{k}={v}" for k, v in m.params.items())
         print(f"{m.id:<28} {arrow:<6} {'symmetric' if m.symmetric else 'asymmetric':<10} {params}")
     return 0
-
-
-def _parse_value(raw: str) -> Any:
-    for cast in (int, float):
-        try:
-            return cast(raw)
-        except ValueError:
-            pass
-    return {"true": True, "false": False}.get(raw.lower(), raw)
-
-
-def _params(pairs: list[str]) -> dict[str, Any]:
-    out = {}
-    for p in pairs:
-        name, sep, value = p.partition("=")
-        if not sep or not name:
-            raise UserError(f"--param {p!r}: expected NAME=VALUE")
-        out[name] = _parse_value(value)
-    return out
 
 
 #: A safetensors key: anything, then the layer index, e.g. "layer.10", "layers.3", "h.2", "10".
@@ -202,7 +184,7 @@ def _score(args: argparse.Namespace) -> int:
     from platobench.metrics.selection import select
 
     metric = get_metric(args.metric)
-    params = metric.resolve_params(_params(args.param))
+    params = metric.resolve_params(parse_key_values(args.param, "--param", "NAME=VALUE"))
     if args.x_model and args.y_model:
         xs, ys = _cached_layers(args)
         sources = (args.x_model, args.y_model)

@@ -6,6 +6,7 @@ import argparse
 import json
 from typing import Any
 
+from platobench.cli_options import add_json_option
 from platobench.errors import UserError
 
 
@@ -34,7 +35,7 @@ def register(subparsers: Any) -> None:
     w.add_argument("--n", type=int, default=300, help="number of worlds (default 300)")
     w.add_argument("--seed", type=int, default=0, help="seed of the world draws (default 0)")
     w.add_argument("--plot", metavar="FILE", help="save the misalignment-versus-bound scatter (PNG/PDF/SVG)")
-    w.add_argument("--json", action="store_true", help="print one JSON object (summary and per-world rows)")
+    add_json_option(w, what="the summary and per-world rows")
     w.set_defaults(func=_worlds)
 
     s = sub.add_parser(
@@ -51,7 +52,7 @@ def register(subparsers: Any) -> None:
     s.add_argument("--fit-seeds", type=int, default=2, help="seeds per grid point of the fit (default 2)")
     s.add_argument("--heldout", type=int, default=85, help="number of held-out runs (default 85)")
     s.add_argument("--plot", metavar="FILE", help="save the scaling figure")
-    s.add_argument("--json", action="store_true", help="print one JSON object")
+    add_json_option(s, what="the whole report (grid, fitted law, held-out errors)")
     s.set_defaults(func=_scaling)
 
     r = sub.add_parser(
@@ -68,7 +69,7 @@ def register(subparsers: Any) -> None:
     r.add_argument("--dim", type=int, default=3, help="embedding dimension d (default 3)")
     r.add_argument("--pairs", type=int, default=20_000, help="sampled positive pairs per world (default 20000)")
     r.add_argument("--seed", type=int, default=0, help="seed (default 0)")
-    r.add_argument("--json", action="store_true", help="print one JSON object")
+    add_json_option(r, what="the whole report (per-world residuals)")
     r.set_defaults(func=_train)
 
 

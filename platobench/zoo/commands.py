@@ -6,6 +6,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
+from platobench.cli_options import add_json_option
 from platobench.zoo.kinds import MODALITY_OF_KIND
 from platobench.zoo.options import add_zoo_option, zoo_from_args
 
@@ -31,20 +32,20 @@ def register(subparsers: Any) -> None:
     ls.add_argument("--modality", choices=("text", "vision"), help="only text or only vision models")
     ls.add_argument("--kind", choices=tuple(MODALITY_OF_KIND), help="only models of this kind")
     ls.add_argument("--set", dest="model_set", metavar="SET", help="only members of this set (see `zoo sets`)")
-    ls.add_argument("--json", action="store_true", help="print a JSON list of full specs")
+    add_json_option(ls, what="the full specs")
     add_zoo_option(ls)
     ls.set_defaults(func=_list)
 
     show = sub.add_parser("show", help="print every field of one model, or the members of a set",
                           description="Print one model's spec, the file that defines it and its sets.")
     show.add_argument("name", help="model name (e.g. qwen2.5/qwen2.5-7b) or set name (e.g. prh-val)")
-    show.add_argument("--json", action="store_true", help="print a JSON object")
+    add_json_option(show, what="the spec (or the set)")
     add_zoo_option(show)
     show.set_defaults(func=_show)
 
     sets = sub.add_parser("sets", help="list named sets with their sizes",
                           description="List the named sets (prh-val, prh-test, demo, ...) and their members.")
-    sets.add_argument("--json", action="store_true", help="print a JSON object: set name -> member names")
+    add_json_option(sets, what="the sets (name -> member names)")
     add_zoo_option(sets)
     sets.set_defaults(func=_sets)
 
@@ -58,7 +59,7 @@ def register(subparsers: Any) -> None:
         ),
     )
     validate.add_argument("files", nargs="*", metavar="FILE", help="zoo YAML files to check")
-    validate.add_argument("--json", action="store_true", help="print {ok, models, sets, files, problems}")
+    add_json_option(validate, what="{ok, models, sets, files, problems}")
     add_zoo_option(validate)
     validate.set_defaults(func=_validate)
 

@@ -1,0 +1,71 @@
+"""Options shared by the command modules: `--device`, `--json` and repeatable `KEY=VALUE` pairs.
+
+Only the standard library and the light `platobench.errors` and `platobench.files.ids` are imported
+here, so building the parser stays fast (`platobench --help` does not import torch).
+
+A `KEY=VALUE` value is read like a YAML scalar (`parse_scalar`): `true`/`false` -> bool, `null` or
+`~` -> None (all case-insensitive), an optionally signed decimal integer -> int, a decimal number with
+a point or an exponent -> float, anything else -> the string itself. Quote nothing: `templates=cifar`
+is the string "cifar", `k=10` the int 10, `variance=0.99` the float 0.99, `dim=null` None.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from platobench.errors import UserError
+from platobench.files.ids import shown
+
+DEVICE_DEFAULT = "cpu"
+_INT = re.compile(r"[-+]?[0-9]+")
+_FLOAT = re.compile(r"[-+]?(?:[0-9]+\.[0-9]*|\.[0-9]+|[0-9]+(?=[eE]))(?:[eE][-+]?[0-9]+)?")
+_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_WORDS: dict[str, Any] = {"true": True, "false": False, "null": None, "~": None}
+
+
+def parse_scalar(raw: str) -> Any:
+    """`raw` as bool, None, int, float or str, by the rule in the module docstring."""
+    word = raw.lower()
+    if word in _WORDS:
+        return _WORDS[word]
+    if _INT.fullmatch(raw):
+        return int(raw)
+    if _FLOAT.fullmatch(raw):
+        return float(raw)
+    return raw
+
+
+def parse_key_values(pairs: Sequence[str], option: str, metavar: str = "KEY=VALUE") -> dict[str, Any]:
+    """`["k=10", "backend=torch"]` -> `{"k": 10, "backend": "torch"}` (values by `parse_scalar`; a key
+    given twice keeps its last value). UserError naming `option` when a pair has no `=`, a key that is
+    not a Python-style name, or an empty value."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not _KEY.fullmatch(key) or not value:
+            raise UserError(
+                f"{option} {shown(pair)}: expected {metavar} with a name before '=' and a value after it "
+                "(write null for none)"
+            )
+        out[key] = parse_scalar(value)
+    return out
+
+
+def add_key_value_option(parser: argparse.ArgumentParser, option: str, *, metavar: str, help: str) -> None:
+    """A repeatable `option METAVAR` collected as a list of strings (parse it with `parse_key_values`)."""
+    parser.add_argument(option, action="append", default=[], metavar=metavar,
+                        help=f"{help} (repeatable; values: int, float, true/false, null, else text)")
+
+
+def add_device_option(parser: argparse.ArgumentParser, *, used_for: str = "feature extraction") -> None:
+    """`--device` (default "cpu"): the torch device `used_for`, checked when the command runs."""
+    parser.add_argument("--device", default=DEVICE_DEFAULT,
+                        help=f"torch device for {used_for}: cpu, cuda or cuda:N (default {DEVICE_DEFAULT})")
+
+
+def add_json_option(parser: argparse.ArgumentParser, *, what: str) -> None:
+    """`--json` (a flag): print `what` as JSON instead of text."""
+    parser.add_argument("--json", action="store_true", help=f"print {what} as JSON")
