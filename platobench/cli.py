@@ -25,6 +25,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "platobench.features.commands",
     "platobench.metrics.commands",
     "platobench.bench.commands",
+    "platobench.leaderboard.commands",
     "platobench.theory.commands",
     "platobench.jepa.commands",
 )

@@ -12,10 +12,10 @@ from typing import Any
 
 import torch
 
-from platobench.bench.results import DatasetRef, IntervalRef, MetricRef, ModelRef, NullRef, ResultRecord
 from platobench.data import get_dataset
 from platobench.features.extract import feature_key
 from platobench.features.store import FeatureStore
+from platobench.results import DatasetRef, IntervalRef, MetricRef, ModelRef, NullRef, ResultRecord
 from platobench.zoo import load_zoo
 
 TINY_SETTINGS = """

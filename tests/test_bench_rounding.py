@@ -7,9 +7,9 @@ import torch
 from bench_fixtures import make_record
 
 from platobench.bench.check import record_tolerance
-from platobench.bench.results import DatasetRef
 from platobench.bench.scoring import score_paired
 from platobench.bench.settings import Setting
+from platobench.results import DatasetRef
 from platobench.zoo import load_zoo
 
 ZOO = load_zoo()

@@ -9,9 +9,9 @@ import shutil
 import pytest
 from bench_fixtures import TINY_SETTINGS
 
-from platobench.bench.results import load_record
 from platobench.cli import main
 from platobench.encoders.packaged import prepared_dir
+from platobench.results import load_record
 
 pytestmark = pytest.mark.slow
 N = 16

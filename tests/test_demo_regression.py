@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from platobench.bench.results import load_records, record_path
 from platobench.bench.settings import Catalog
 from platobench.cli import main
+from platobench.results import load_records, record_path
 
 pytestmark = pytest.mark.slow
 RESULTS = Path(__file__).resolve().parent.parent / "results" / "offline"

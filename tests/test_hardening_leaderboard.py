@@ -16,12 +16,14 @@ from typing import Any
 import pytest
 from bench_fixtures import make_record
 
-from platobench.bench import leaderboard as lb
-from platobench.bench import leaderboard_html, plots, terminal_board
-from platobench.bench.results import DatasetRef, MetricRef, ModelRef, ResultRecord, write_record
+from platobench import leaderboard as lb
+from platobench.bench import terminal_board
 from platobench.cli import main
 from platobench.errors import UserError
 from platobench.files.atomic import WriteError
+from platobench.leaderboard import html_page as leaderboard_html
+from platobench.leaderboard import plots
+from platobench.results import DatasetRef, MetricRef, ModelRef, ResultRecord, write_record
 
 HOSTILE = ("<script>alert(1)</script>|[x](https://evil.example)[y](javascript:alert(1))\n# `code` "
            "&lt;b&gt; a\\|b <iframe src=x>\r\x1b[31m")

@@ -11,7 +11,11 @@ from pathlib import Path
 import pytest
 from bench_fixtures import make_record, seed_features
 
-from platobench.bench.results import (
+from platobench.bench.settings import Catalog
+from platobench.cli import main
+from platobench.errors import UserError
+from platobench.files.atomic import WriteError
+from platobench.results import (
     ResultRecord,
     load_record,
     load_records,
@@ -19,10 +23,6 @@ from platobench.bench.results import (
     record_path,
     write_record,
 )
-from platobench.bench.settings import Catalog
-from platobench.cli import main
-from platobench.errors import UserError
-from platobench.files.atomic import WriteError
 
 RESULTS = Path(__file__).resolve().parent.parent / "results" / "offline"
 LANG, VIS = "demo/minilm-l6", "demo/dinov2-s-imgfocus"

@@ -18,7 +18,6 @@ import torch
 from PIL import Image
 
 from platobench import cli
-from platobench.bench.results import load_record, load_records
 from platobench.bench.settings import Catalog, Setting
 from platobench.data.base import PairedDataset
 from platobench.data.subset import paired_subset
@@ -35,6 +34,7 @@ from platobench.jepa.compare import (
 )
 from platobench.jepa.model import SIZES, SizeConfig
 from platobench.jepa.train import CaptionCorpus, TrainConfig, is_heldout, split
+from platobench.results import load_record, load_records
 from platobench.zoo import load_zoo
 
 MICRO = SizeConfig(layers=1, hidden=32, heads=2, intermediate=64, max_tokens=32, projection=32, lr=3e-3)

@@ -1,4 +1,4 @@
-"""Baseline verdicts (platobench/bench/baselines.py) on hand-made records, and how the leaderboard shows them."""
+"""Baseline verdicts (platobench/leaderboard/baselines.py) on hand-made records, and how the leaderboard shows them."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import subprocess
 import pytest
 from bench_fixtures import make_record
 
-from platobench.bench import baselines as bl
-from platobench.bench.leaderboard import build_leaderboard
-from platobench.bench.results import IntervalRef, ResultRecord, write_record
+from platobench.leaderboard import baselines as bl
+from platobench.leaderboard import build_leaderboard
+from platobench.results import IntervalRef, ResultRecord, write_record
 
 V = "demo/dinov2-s-imgfocus"
 

@@ -9,8 +9,8 @@ import subprocess
 import pytest
 from bench_fixtures import make_record
 
-from platobench.bench.leaderboard import build_leaderboard
-from platobench.bench.results import write_record
+from platobench.leaderboard import build_leaderboard
+from platobench.results import write_record
 
 CHROMIUM = shutil.which("chromium")
 pytestmark = [

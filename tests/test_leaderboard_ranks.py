@@ -13,10 +13,11 @@ import numpy as np
 import pytest
 from bench_fixtures import make_record
 
-from platobench.bench import leaderboard as lb
-from platobench.bench import leaderboard_html, plots
-from platobench.bench.leaderboard_notes import TIE_RULE, p_floor_sentence, rank_labels
-from platobench.bench.results import IntervalRef, NullRef
+from platobench import leaderboard as lb
+from platobench.leaderboard import html_page as leaderboard_html
+from platobench.leaderboard import plots
+from platobench.leaderboard.notes import TIE_RULE, p_floor_sentence, rank_labels
+from platobench.results import IntervalRef, NullRef
 
 V = "demo/dinov2-s-imgfocus"
 

@@ -10,9 +10,9 @@ import re
 import pytest
 from bench_fixtures import make_record
 
-from platobench.bench import leaderboard as lb
-from platobench.bench.results import write_record
+from platobench import leaderboard as lb
 from platobench.cli import main
+from platobench.results import write_record
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

@@ -13,9 +13,9 @@ from typing import get_args
 import pydantic
 import pytest
 
-from platobench.bench.plots import OTHER_MARKER, kind_marker
 from platobench.encoders import LOADER_MODULES, layer_ids_of, support
 from platobench.errors import UserError
+from platobench.leaderboard.plots import OTHER_MARKER, kind_marker
 from platobench.zoo import ModelSpec, load_zoo
 from platobench.zoo.kinds import MODALITY_OF_KIND
 from platobench.zoo.spec import Kind, Loader, Modality, Pooling, SourceType

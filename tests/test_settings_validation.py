@@ -10,12 +10,12 @@ import pytest
 import torch
 from pydantic import ValidationError
 
-from platobench.bench.results import load_records
 from platobench.bench.setting_rules import PAIRED_ONLY, check_limit
 from platobench.bench.settings import Catalog, Setting
 from platobench.cli import main
 from platobench.errors import UserError
 from platobench.metrics.selection import parse_selection, select
+from platobench.results import load_records
 
 OFFLINE = Path(__file__).resolve().parents[1] / "results" / "offline"
 

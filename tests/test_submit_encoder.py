@@ -13,8 +13,8 @@ import shutil
 import pytest
 from bench_fixtures import TINY_SETTINGS, seed_features
 
-from platobench.bench.results import load_record
 from platobench.cli import main
+from platobench.results import load_record
 
 N = 24
 VISION = "demo/dinov2-s-imgfocus"

@@ -18,7 +18,6 @@ import pytest
 import torch
 from bench_fixtures import TINY_SETTINGS, seed_features
 
-from platobench.bench.results import load_record
 from platobench.cli import main
 from platobench.encoders import load_encoder
 from platobench.encoders.python_loader import (
@@ -34,6 +33,7 @@ from platobench.encoders.python_loader import (
 )
 from platobench.errors import UserError
 from platobench.features.extract import encode_images, encode_texts
+from platobench.results import load_record
 from platobench.zoo import ModelSpec
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"

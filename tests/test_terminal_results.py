@@ -18,14 +18,14 @@ from test_submit_encoder import PAIR, TOY_MODULE, VISION, N, entry
 
 from platobench import cli
 from platobench.bench import terminal_board
-from platobench.bench.ranks import tie_ranks
-from platobench.bench.results import ModelRef, ResultRecord, load_record, load_records
 from platobench.cli import main
 from platobench.features.store import FeatureStore
 from platobench.jepa import compare as jepa_compare
 from platobench.jepa.compare import heldout_subset, run_compare
 from platobench.jepa.model import SIZES
+from platobench.leaderboard.ranks import tie_ranks
 from platobench.metrics.stats import permutation_null
+from platobench.results import ModelRef, ResultRecord, load_record, load_records
 
 # --- tie_ranks -------------------------------------------------------------------------------------
 

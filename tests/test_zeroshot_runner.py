@@ -17,7 +17,6 @@ from PIL import Image
 from pydantic import ValidationError
 
 from platobench.bench import zeroshot_inputs as zi
-from platobench.bench.results import load_record
 from platobench.bench.run_command import SCORERS
 from platobench.bench.runner import Job, RunOptions, execute, plan_rows
 from platobench.bench.settings import Catalog, Setting
@@ -27,6 +26,7 @@ from platobench.data import ClassDataset, PairedDataset
 from platobench.encoders import TextEncoder, VisionEncoder
 from platobench.errors import UserError
 from platobench.features.store import FeatureStore
+from platobench.results import load_record
 from platobench.zoo import ModelSpec
 
 NAMES = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"]

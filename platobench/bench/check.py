@@ -43,18 +43,19 @@ from platobench.bench.check_fields import (
     mismatches,
     setting_mismatches,
 )
-from platobench.bench.results import DatasetRef, ResultRecord, load_records
-from platobench.bench.run_command import add_catalog_options, scorers
+from platobench.bench.jobs import entry_digests, score_job, scorer_for
+from platobench.bench.run_command import add_catalog_options
 from platobench.bench.settings import Catalog, Setting
 from platobench.cli_options import add_device_option, add_json_option
 from platobench.errors import UserError
 from platobench.files.ids import shown
+from platobench.results import ResultRecord, load_records
 from platobench.zoo import zoo_from_args
 
 if TYPE_CHECKING:  # torch (features, scorers, runner) loads when a record is checked, not for `check --help`
     import torch
 
-    from platobench.bench.runner import JobInputs
+    from platobench.bench.jobs import JobInputs
     from platobench.features.store import FeatureEntry, FeatureStore
     from platobench.zoo import ModelSpec, Zoo
 
@@ -161,7 +162,7 @@ class Checker:
     def check(self, record: ResultRecord) -> tuple[Outcome, ResultRecord | None]:
         """Recompute one record: (outcome with its diffs — status is decided by `run_check` —, the
         recomputed record or None when it could not be recomputed)."""
-        from platobench.features.store import check_same_samples
+        from platobench.features.store import SampleMismatchError
 
         out = Outcome(record.setting, record.language.name, record.vision.name, status="skipped")
         setting, out.mismatches, out.notes = self.setting_of(record)
@@ -169,35 +170,27 @@ class Checker:
             out.status = "invalid"
             return out, None
         try:
-            scorer = scorers().get(setting.kind)
-            if scorer is None:
-                raise UserError(f"setting kind {setting.kind!r} has no scorer")
+            scorer_for(setting.kind)
             lang, vis = self.zoo.get(record.language.name), self.zoo.get(record.vision.name)
             job_in = self.inputs(setting, record)
             a, b = self.features(lang, job_in), self.features(vis, job_in)
-            if job_in.paired:
-                check_same_samples(a, b)
         except UserError as exc:
             out.reason = str(exc)
             return out, None
         except Exception as exc:  # noqa: BLE001 — a crashing extraction must not stop the other records' checks
             out.reason = f"inputs could not be prepared: {type(exc).__name__}: {exc}"
             return out, None
-        inputs = {"language": a.digest, "vision": b.digest}
-        if record.extra.get("inputs") not in (None, inputs):
+        if record.extra.get("inputs") not in (None, entry_digests(a, b)):
             out.notes.append("features have a different cache key than when recorded (code or weights changed)")
         if not self.statistics:
             setting = setting.model_copy(update={"n_perm": 0, "n_ci": 0})
-        layers_a, layers_b = self._maybe_perturb(list(a.layers)), self._maybe_perturb(list(b.layers))
         if self.perturb:
             out.notes.append(f"features perturbed by relative noise {self.perturb:g} (seed {self.perturb_seed})")
-        ds = job_in.image_data
-        dataset = DatasetRef(name=ds.name, revision=ds.revision, n=len(ds), fingerprint=ds.fingerprint)
         try:
-            new = scorer(
-                setting, lang, vis, layers_a, layers_b, dataset, inputs=inputs,
-                revisions=(a.key["model_revision"], b.key["model_revision"]), **job_in.scorer_kwargs,
-            )
+            new = score_job(setting, lang, vis, (a, b), job_in, transform=self._maybe_perturb)
+        except SampleMismatchError as exc:  # the inputs do not pair up: not recomputed
+            out.reason = str(exc)
+            return out, None
         except Exception as exc:  # noqa: BLE001 — inputs are there, so the record does not reproduce
             why = f"none: the recomputation failed: {type(exc).__name__}: {exc}"
             out.mismatches.append(Mismatch("score", record.score, why[:300]))

@@ -14,8 +14,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from platobench.bench.results import ResultRecord
 from platobench.bench.settings import Setting
+from platobench.results import ResultRecord
 
 SCORE_FIELDS = ("score", "last_layer_score", "chance")
 STAT_FIELDS = ("calibrated", "null.mean", "ci.lo", "ci.hi")

@@ -1,272 +1,37 @@
-"""Result records: one JSON file per model pair x setting (schema in the design notes).
-
-Records carry `schema_version`; `load_record` upgrades older versions so they keep loading. The
-leaderboard and `platobench check` read only these files. Loading validates them: ids and model names
-follow the naming rule, numbers are JSON numbers (not strings), the layer grid is rectangular and the
-chosen layers lie inside it.
-"""
+"""Kept for old imports: result records now live in `platobench.results` (schema, reading, writing)."""
 
 from __future__ import annotations
 
-import json
-import os
-import stat
-import subprocess
-from datetime import datetime, timezone
-from pathlib import Path
-from typing import Annotated, Any, Literal
-
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    ValidationError,
-    model_validator,
+from platobench.results import (
+    SCHEMA_VERSION,
+    DatasetRef,
+    IntervalRef,
+    MetricRef,
+    ModelRef,
+    NullRef,
+    ResultRecord,
+    git_sha,
+    load_record,
+    load_records,
+    load_records_checked,
+    record_files,
+    record_path,
+    write_record,
 )
 
-from platobench import __version__
-from platobench.errors import UserError
-from platobench.files.atomic import atomic_write_text
-from platobench.files.ids import ID_RULE, check_id, check_model_name, contained, shown
-
-SCHEMA_VERSION = 1
-MAX_RECORD_BYTES = 64 * 2**20
-MAX_PROBLEMS_SHOWN = 10
-JSON_TYPES = {dict: "object", list: "array", str: "string", int: "number", float: "number", bool: "boolean"}
-
-
-def _not_text(value: Any) -> Any:
-    """Refuse strings and booleans where a number belongs (pydantic would otherwise parse "0.9")."""
-    if isinstance(value, (str, bytes, bool)):
-        raise ValueError(f"must be a number, not a {JSON_TYPES.get(type(value), type(value).__name__)}")
-    return value
-
-
-def _dataset_name(value: str) -> str:
-    """An id, or a subset of one named "<id>:<tag>" (tags are ids too, e.g. "wit-1024:heldout0.2")."""
-    try:
-        for part in value.split(":"):
-            check_id(part, "dataset name part")
-    except UserError:
-        raise UserError(f"dataset name {shown(value)} is not an id or 'id:subset-tag' ({ID_RULE})") from None
-    return value
-
-
-Number = Annotated[float, BeforeValidator(_not_text)]
-Count = Annotated[int, BeforeValidator(_not_text)]
-Id = Annotated[str, AfterValidator(lambda v: check_id(v, "id"))]
-ModelName = Annotated[str, AfterValidator(check_model_name)]
-DatasetName = Annotated[str, AfterValidator(_dataset_name)]
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class ModelRef(_Strict):
-    name: ModelName
-    revision: str | None = None
-    params_m: Number | None = None
-    kind: str | None = None
-
-
-class DatasetRef(_Strict):
-    name: DatasetName
-    revision: str
-    n: Count = Field(ge=0)
-    fingerprint: str
-
-
-class MetricRef(_Strict):
-    id: str
-    params: dict[str, Any]
-    preprocess: str
-    selection: str  # "best" (max over the layer grid, PRH), "last", or "fixed:i,j"
-    higher_is_better: bool
-
-
-class NullRef(_Strict):
-    mean: Number
-    std: Number
-    p_value: Number
-    n_perm: Count
-    seed: Count
-    method: str = "permute pairing; layer selection inside each draw"
-
-
-class IntervalRef(_Strict):
-    lo: Number
-    hi: Number
-    level: Number
-    method: str
-
-
-class ResultRecord(_Strict):
-    """One measured score of a (language model, vision model) pair under one setting."""
-
-    schema_version: Count = SCHEMA_VERSION
-    platobench_version: str = __version__
-    git_sha: str | None = None
-    setting: Id
-    kind: Literal["paired", "zeroshot"] = "paired"
-    metric: MetricRef
-    language: ModelRef
-    vision: ModelRef
-    dataset: DatasetRef
-    score: Number
-    layers: tuple[Count, Count] | None = None  # chosen (language layer, vision layer) indices into the grid
-    last_layer_score: Number | None = None
-    chance: Number | None = None
-    null: NullRef | None = None
-    calibrated: Number | None = None
-    ci: IntervalRef | None = None
-    grid: list[list[Number | None]] | None = Field(
-        default=None, description="[L_language][L_vision] scores; null for layers excluded as constant"
-    )
-    extra: dict[str, Any] = Field(default_factory=dict)
-    runtime_s: Number
-    created: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
-
-    @model_validator(mode="after")
-    def _layers_in_grid(self) -> ResultRecord:
-        """The grid is rectangular; the chosen layers are non-negative and, with a grid, inside it."""
-        if self.grid is not None and len({len(row) for row in self.grid}) > 1:
-            raise ValueError("grid rows differ in length; the grid must be rectangular")
-        if self.layers is not None:
-            i, j = self.layers
-            if i < 0 or j < 0:
-                raise ValueError(f"layers {list(self.layers)} must be non-negative")
-            if self.grid is not None and not (i < len(self.grid) and j < len(self.grid[0])):
-                shape = (len(self.grid), len(self.grid[0]) if self.grid else 0)
-                raise ValueError(f"layers {list(self.layers)} lie outside the {shape[0]}x{shape[1]} grid")
-        return self
-
-    @property
-    def pair_id(self) -> str:
-        return f"{self.language.name}__{self.vision.name}"
-
-
-def git_sha(cwd: Path | None = None) -> str | None:
-    """The current commit of the platobench checkout, or None outside a git checkout."""
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=cwd or Path(__file__).resolve().parent,
-            capture_output=True, text=True, timeout=5, check=True,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None
-
-
-def record_path(results_dir: Path, setting: str, language: str, vision: str) -> Path:
-    """results/<setting>/<language>__<vision>.json with '/' in model names replaced by '--'.
-
-    The setting must be an id and both names model names; InvalidIdError unless the path (symlinks
-    resolved) stays inside `results_dir`."""
-    check_id(setting, "setting id")
-    check_model_name(language, "language model name")
-    check_model_name(vision, "vision model name")
-    name = f"{language}__{vision}".replace("/", "--") + ".json"
-    contained(results_dir, setting, name)
-    return Path(results_dir) / setting / name
-
-
-def write_record(results_dir: Path, record: ResultRecord) -> Path:
-    """Write atomically (fsynced temp file + rename; WriteError naming the path) and return the path.
-    JSON with indent 1, non-ASCII escaped and a trailing newline."""
-    path = record_path(results_dir, record.setting, record.language.name, record.vision.name)
-    return atomic_write_text(path, json.dumps(record.model_dump(mode="json"), indent=1) + "\n")
-
-
-def _upgrade(data: dict[str, Any]) -> dict[str, Any]:
-    """Bring a record of an older schema to the current one (no older schema exists yet)."""
-    version = data.get("schema_version")
-    if not isinstance(version, int) or isinstance(version, bool) or version < 1 or version > SCHEMA_VERSION:
-        raise UserError(
-            f"unsupported schema_version {shown(version)} (this platobench reads 1..{SCHEMA_VERSION})"
-        )
-    return data
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    """The JSON object in the regular file `path`; UserError naming the file otherwise."""
-    try:
-        info = os.stat(path)
-        if not stat.S_ISREG(info.st_mode):
-            raise UserError(f"result record {path} is not a regular file")
-        if info.st_size > MAX_RECORD_BYTES:
-            raise UserError(f"result record {path} is larger than {MAX_RECORD_BYTES // 2**20} MiB")
-        data = json.loads(Path(path).read_bytes().decode("utf-8"))
-    except OSError as exc:
-        raise UserError(f"cannot read result record {path}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise UserError(f"result record {path} is not UTF-8 text (byte {exc.start})") from None
-    except json.JSONDecodeError as exc:
-        raise UserError(f"result record {path} is not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
-    except RecursionError:
-        raise UserError(f"result record {path} is nested too deeply to be a record") from None
-    if not isinstance(data, dict):
-        raise UserError(f"result record {path} must be a JSON object, not a {JSON_TYPES.get(type(data), 'null')}")
-    return data
-
-
-def load_record(path: Path) -> ResultRecord:
-    """The validated record in `path`; UserError (naming the file, one short line) when it is not one."""
-    data = _read_json(path)
-    try:
-        return ResultRecord.model_validate(_upgrade(data))
-    except UserError as exc:
-        raise UserError(f"invalid result record {path}: {exc}") from None
-    except ValidationError as exc:
-        errors = exc.errors(include_url=False, include_context=False, include_input=False)
-        where = ".".join(str(p) for p in errors[0]["loc"])[:120]
-        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise UserError(f"invalid result record {path}: {where}: {errors[0]['msg'][:300]}{more}") from None
-
-
-def record_files(results_dir: Path) -> list[Path]:
-    """Every *.json under `results_dir`, recursively and sorted, skipping hidden files and folders."""
-    root = Path(results_dir)
-    return sorted(
-        p for p in root.rglob("*.json") if not any(part.startswith(".") for part in p.relative_to(root).parts)
-    )
-
-
-def load_records_checked(results_dir: Path) -> tuple[list[ResultRecord], list[str]]:
-    """(the valid records under `results_dir` sorted by setting then pair, one line per problem).
-
-    A problem is a file that is not a valid record, or two or more files holding the same (setting,
-    language, vision): one line naming them all, and none of them is returned."""
-    problems: list[str] = []
-    loaded: dict[tuple[str, str, str], list[tuple[Path, ResultRecord]]] = {}
-    for path in record_files(results_dir):
-        try:
-            record = load_record(path)
-        except UserError as exc:
-            problems.append(str(exc))
-            continue
-        loaded.setdefault((record.setting, record.language.name, record.vision.name), []).append((path, record))
-    records = []
-    for (setting, language, vision), found in loaded.items():
-        if len(found) == 1:
-            records.append(found[0][1])
-        else:
-            files = ", ".join(str(p) for p, _ in found)
-            problems.append(
-                f"{len(found)} result records measure setting {setting} for {language} x {vision}: {files}; "
-                "keep one (none of them is used)"
-            )
-    return sorted(records, key=lambda r: (r.setting, r.pair_id)), problems
-
-
-def load_records(results_dir: Path) -> list[ResultRecord]:
-    """Every record under results_dir (recursively), sorted by setting then pair; UserError listing the
-    problems (`load_records_checked`) when any file is invalid or duplicated."""
-    records, problems = load_records_checked(results_dir)
-    if problems:
-        listed = "; ".join(problems[:MAX_PROBLEMS_SHOWN])
-        more = f"; and {len(problems) - MAX_PROBLEMS_SHOWN} more" if len(problems) > MAX_PROBLEMS_SHOWN else ""
-        raise UserError(f"{len(problems)} problem(s) with the result records under {results_dir}: {listed}{more}")
-    return records
+__all__ = [
+    "SCHEMA_VERSION",
+    "DatasetRef",
+    "IntervalRef",
+    "MetricRef",
+    "ModelRef",
+    "NullRef",
+    "ResultRecord",
+    "git_sha",
+    "load_record",
+    "load_records",
+    "load_records_checked",
+    "record_files",
+    "record_path",
+    "write_record",
+]

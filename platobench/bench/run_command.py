@@ -5,22 +5,23 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from platobench.cli_options import add_device_option, add_json_option
 from platobench.table import format_table
 from platobench.zoo import add_zoo_option, zoo_from_args
 
+if TYPE_CHECKING:
+    from platobench.bench.jobs import Scorer
 
-def scorers() -> dict[str, Callable[..., Any]]:
-    """Setting kind -> scorer. Imported when called: the scorers load torch, which building the parser
-    (`register`, `add_catalog_options`) does not need."""
-    from platobench.bench.scoring import score_paired
-    from platobench.bench.zeroshot_scoring import score_zeroshot
 
-    return {"paired": score_paired, "zeroshot": score_zeroshot}
+def scorers() -> dict[str, Scorer]:
+    """Setting kind -> scorer, as registered in `platobench.bench.jobs` (imported when called: the scorers
+    load torch, which building the parser does not need)."""
+    from platobench.bench.jobs import scorers as registered
+
+    return registered()
 
 
 def __getattr__(name: str) -> Any:
@@ -71,12 +72,12 @@ def register(subparsers: Any) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from platobench.bench.pairs import resolve_pairs
-    from platobench.bench.results import load_record
     from platobench.bench.runner import Job, RunOptions, execute, plan_rows
     from platobench.bench.setting_rules import check_limit
     from platobench.bench.settings import Catalog
     from platobench.bench.terminal_board import board_rows, print_board
     from platobench.features.store import FeatureStore
+    from platobench.results import load_record
 
     catalog = Catalog(args.settings_file)
     zoo = zoo_from_args(args)
@@ -103,7 +104,7 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     print(f"platobench run: {len(pairs)} pairs x {len(settings)} settings = {len(jobs)} records -> {args.out}",
           file=sys.stderr)
-    summary = execute(jobs, opts, store, scorers())
+    summary = execute(jobs, opts, store)
     records = [load_record(Path(p)) for p in summary.record_paths]
     if args.json:
         print(json.dumps({**summary.as_dict(), "board": board_rows(records)}, indent=1))

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tqdm.auto import tqdm
 
-from platobench.bench.results import DatasetRef, ResultRecord, load_record, record_path, write_record
+from platobench.bench.jobs import JobInputs, Scorer, entry_digests, score_job, scorer_for
 from platobench.bench.settings import Setting
 from platobench.bench.zeroshot_inputs import zeroshot_inputs
 from platobench.data import get_dataset
@@ -20,7 +20,8 @@ from platobench.encoders.runtime import resolve_device
 from platobench.errors import UserError
 from platobench.features.extract import extract, feature_key, note_limit
 from platobench.features.slices import cached_superset
-from platobench.features.store import FeatureEntry, FeatureStore, check_same_samples
+from platobench.features.store import FeatureEntry, FeatureStore
+from platobench.results import ResultRecord, load_record, record_path, write_record
 from platobench.zoo import ModelSpec
 
 
@@ -67,26 +68,6 @@ def estimate_gpu_gib(spec: ModelSpec) -> float | None:
     if spec.params_m is None:
         return None
     return round(spec.params_m * 1e6 * 2 * 1.2 / 2**30, 1)
-
-
-@dataclass(frozen=True)
-class JobInputs:
-    """What a job extracts. The text model reads `texts` (None: the captions `text_prompt` selects) of
-    `text_data`; the vision model reads the images of `image_data`. `paired`: the two entries hold the
-    same samples row by row (checked). `scorer_kwargs`: extra keyword arguments of the kind's scorer."""
-
-    text_data: Any
-    text_prompt: str
-    texts: list[str] | None
-    image_data: Any
-    paired: bool
-    scorer_kwargs: dict[str, Any]
-
-    def of(self, spec: ModelSpec) -> tuple[Any, str, list[str] | None]:
-        """(dataset, prompt, texts) that `spec` is extracted on."""
-        if spec.modality == "text":
-            return self.text_data, self.text_prompt, self.texts
-        return self.image_data, "image", None
 
 
 def job_inputs(setting: Setting, limit: int | None, cache: dict[Any, Any]) -> JobInputs:
@@ -195,10 +176,11 @@ def execute(
     jobs: list[Job],
     opts: RunOptions,
     store: FeatureStore,
-    scorers: dict[str, Callable[..., ResultRecord]],
+    scorers: Mapping[str, Scorer] | None = None,
 ) -> RunSummary:
-    """Run every job; errors are caught per model and per pair and reported in the summary. Every
-    setting's inputs are built (and a failing one reported) before the first model runs."""
+    """Run every job (`score_job`); errors are caught per model and per pair and reported in the summary.
+    Every setting's inputs are built (and a failing one reported) before the first model runs. `scorers`:
+    setting kind -> scorer (None: the registered ones, `scorer_for`)."""
     summary = RunSummary()
     entries: dict[tuple[str, str, str], FeatureEntry | Exception] = {}
     inputs_cache: dict[Any, Any] = {}
@@ -231,7 +213,9 @@ def execute(
         label = f"{job.setting.id}: {job.language.name} x {job.vision.name}"
         bar.set_postfix_str(label, refresh=True)
         try:
-            if job.setting.kind not in scorers:
+            if scorers is None:
+                scorer = scorer_for(job.setting.kind)
+            elif (scorer := scorers.get(job.setting.kind)) is None:
                 raise UserError(f"setting kind {job.setting.kind!r} is not supported by this runner")
             path = record_path(opts.out, job.setting.id, job.language.name, job.vision.name)
             if opts.skip_existing and path.is_file():
@@ -247,20 +231,10 @@ def execute(
                 summary.reused.append(str(path))
                 continue
             a, b = features(job.language, job_in), features(job.vision, job_in)
-            if job_in.paired:
-                check_same_samples(a, b)
-            ds = job_in.image_data
-            if inputs != {"language": a.digest, "vision": b.digest}:
+            if inputs != entry_digests(a, b):
                 raise RuntimeError(f"{label}: the cache returned entries of other keys than planned")
-            record = scorers[job.setting.kind](
-                job.setting, job.language, job.vision, list(a.layers), list(b.layers),
-                DatasetRef(name=ds.name, revision=ds.revision, n=len(ds), fingerprint=ds.fingerprint),
-                inputs=inputs, revisions=(a.key["model_revision"], b.key["model_revision"]),
-                **job_in.scorer_kwargs,
-            )
-            record.extra["setting_config"] = job.setting.model_dump(mode="json")
-            if opts.limit is not None:
-                record.extra["limit"] = opts.limit
+            record = score_job(job.setting, job.language, job.vision, (a, b), job_in, scorer=scorer,
+                               extra=None if opts.limit is None else {"limit": opts.limit})
             summary.written.append(str(write_record(opts.out, record)))
         except Exception as exc:
             summary.failed[label] = f"{type(exc).__name__}: {exc}"

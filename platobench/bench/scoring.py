@@ -8,7 +8,12 @@ from typing import Any
 
 import torch
 
-from platobench.bench.results import (
+from platobench.bench.settings import Setting
+from platobench.metrics import get_metric
+from platobench.metrics.api import summarize_layers
+from platobench.metrics.selection import select
+from platobench.metrics.stats import chance_level, permutation_null, subsample_ci
+from platobench.results import (
     DatasetRef,
     IntervalRef,
     MetricRef,
@@ -17,11 +22,6 @@ from platobench.bench.results import (
     ResultRecord,
     git_sha,
 )
-from platobench.bench.settings import Setting
-from platobench.metrics import get_metric
-from platobench.metrics.api import summarize_layers
-from platobench.metrics.selection import select
-from platobench.metrics.stats import chance_level, permutation_null, subsample_ci
 from platobench.zoo import ModelSpec
 
 CONSTANT_RTOL = 1e-5

@@ -28,15 +28,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from platobench.bench.leaderboard import rank_records
 from platobench.bench.pairs import resolve_pairs
-from platobench.bench.results import ResultRecord, load_record, load_records, record_path
-from platobench.bench.run_command import add_catalog_options, scorers
+from platobench.bench.run_command import add_catalog_options
 from platobench.bench.setting_rules import check_limit
 from platobench.bench.settings import Catalog
 from platobench.cli_options import add_device_option, add_json_option
 from platobench.data import DEFAULT_PAIRED, get_dataset
 from platobench.errors import UserError
+from platobench.leaderboard.boards import rank_records
+from platobench.results import ResultRecord, load_record, load_records, record_path
 from platobench.zoo import load_zoo, read_zoo_file
 
 if TYPE_CHECKING:  # torch (encoders, features, runner) loads in the mock pass and the run, not for `--help`
@@ -242,7 +242,7 @@ def _submit(args: argparse.Namespace) -> int:
     say(f"scoring {len(jobs)} pair x setting records -> {args.out}")
     opts = RunOptions(out=args.out, limit=args.limit, device=args.device, batch_size=args.batch_size,
                       progress=not args.json)
-    summary: RunSummary = execute(jobs, opts, FeatureStore(), scorers())
+    summary: RunSummary = execute(jobs, opts, FeatureStore())
     records = load_records(args.out)
     produced = {record_path(args.out, j.setting.id, j.language.name, j.vision.name) for j in jobs}
     mine = [load_record(p) for p in sorted(produced) if p.is_file()]

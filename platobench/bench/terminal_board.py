@@ -1,9 +1,9 @@
 """The board that `run`, `submit` and `jepa compare` end with: one table per setting.
 
 Columns: rank, language x vision, score, confidence interval, chance level, permutation-null mean,
-calibrated score, p-value, chosen layers and the baseline verdict (platobench/bench/baselines.py). Rows
+calibrated score, p-value, chosen layers and the baseline verdict (platobench/leaderboard/baselines.py). Rows
 are sorted best first (by the metric's direction); baseline rows are tagged `[baseline]`. The rank is
-CI-aware: entries whose CI overlaps their group leader's share a rank (`platobench.bench.ranks`).
+CI-aware: entries whose CI overlaps their group leader's share a rank (`platobench.leaderboard.ranks`).
 `board_rows` gives the same numbers as plain dicts for `--json`. `print_board` draws the tables with
 `rich` when stdout is a terminal and as plain text otherwise (pipes, tests, CI). Text from records is
 printed on one line with control characters (terminal escape sequences included) replaced by spaces.
@@ -15,10 +15,10 @@ import sys
 from collections.abc import Iterable
 from typing import Any, TextIO
 
-from platobench.bench.baselines import board_sentence, is_baseline, verdicts
-from platobench.bench.ranks import tie_ranks
-from platobench.bench.results import ResultRecord
-from platobench.bench.safe_text import one_line
+from platobench.leaderboard.baselines import board_sentence, is_baseline, verdicts
+from platobench.leaderboard.ranks import tie_ranks
+from platobench.leaderboard.safe_text import one_line
+from platobench.results import ResultRecord
 
 COLUMNS = ("rank", "pair", "score", "ci", "chance", "null", "calibrated", "p", "layers", "verdict")
 

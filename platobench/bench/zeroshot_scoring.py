@@ -36,13 +36,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from platobench.bench.results import DatasetRef, IntervalRef, MetricRef, NullRef, ResultRecord, git_sha
 from platobench.bench.scoring import model_ref
 from platobench.bench.settings import Setting
 from platobench.bench.zeroshot_inputs import PromptSet, ZeroshotOptions
 from platobench.errors import UserError
 from platobench.metrics.selection import select, select_index
 from platobench.metrics.zeroshot import METRIC_ID, zeroshot_eval
+from platobench.results import DatasetRef, IntervalRef, MetricRef, NullRef, ResultRecord, git_sha
 from platobench.zoo import ModelSpec
 
 BEST_CAVEAT = (

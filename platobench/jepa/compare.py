@@ -29,18 +29,18 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from platobench.bench.results import DatasetRef, ResultRecord, write_record
-from platobench.bench.scoring import score_paired
+from platobench.bench.jobs import JobInputs, score_job
 from platobench.bench.settings import Setting
 from platobench.data.base import PairedDataset
 from platobench.data.subset import paired_subset
 from platobench.errors import UserError
 from platobench.features.extract import extract
-from platobench.features.store import FeatureEntry, FeatureStore, check_same_samples
+from platobench.features.store import FeatureEntry, FeatureStore
 from platobench.jepa.checkpoint import model_name
 from platobench.jepa.export import export_run
 from platobench.jepa.train import CaptionCorpus, TrainConfig, split, train
 from platobench.jepa.views import parse_views
+from platobench.results import ResultRecord, write_record
 from platobench.zoo import ModelSpec, read_zoo_file
 
 VIEWS = ("good", "bad")
@@ -191,25 +191,12 @@ def _score(
     features: _Features,
     extra: dict[str, Any] | None,
 ) -> ResultRecord:
-    a = features(language, f"caption:{setting.caption_index}")
-    b = features(vision, "image")
-    check_same_samples(a, b)
-    ds = features.dataset
-    inputs = {"language": a.digest, "vision": b.digest}
-    record = score_paired(
-        setting,
-        language,
-        vision,
-        list(a.layers),
-        list(b.layers),
-        DatasetRef(name=ds.name, revision=ds.revision, n=len(ds), fingerprint=ds.fingerprint),
-        inputs=inputs,
-        revisions=(a.key["model_revision"], b.key["model_revision"]),
-    )
-    record.extra["setting_config"] = setting.model_dump(mode="json")
-    if extra is not None:
-        record.extra["jepa_compare"] = extra
-    return record
+    """The record of one pair on the held-out subset (`score_job`); a JEPA's carries `extra.jepa_compare`."""
+    prompt = f"caption:{setting.caption_index}"
+    job_in = JobInputs(features.dataset, prompt, None, features.dataset, True, {})
+    entries = (features(language, prompt), features(vision, "image"))
+    return score_job(setting, language, vision, entries, job_in,
+                     extra=None if extra is None else {"jepa_compare": extra})
 
 
 def _progress_line(name: str, line: dict[str, float]) -> str:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from platobench.bench.results import ResultRecord
+from platobench.results import ResultRecord
 
 BASELINE_FAMILY = "baseline"
 BEATS = "beats baselines"

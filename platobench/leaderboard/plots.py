@@ -19,22 +19,19 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from platobench.bench.baselines import is_baseline
-from platobench.bench.results import ResultRecord
 from platobench.encoders.support import KINDS
+from platobench.leaderboard.baselines import is_baseline
+from platobench.leaderboard.boards import Board
 from platobench.metrics import list_metrics
 from platobench.metrics.zeroshot import METRIC_ID as ZEROSHOT_METRIC
-
-if TYPE_CHECKING:
-    from platobench.bench.leaderboard import Board
-
+from platobench.results import ResultRecord
 
 MAX_SLUG_BYTES = 120
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from platobench.bench.results import ResultRecord
+from platobench.results import ResultRecord
 
 MISSING = "missing"
 

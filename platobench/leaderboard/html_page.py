@@ -1,5 +1,6 @@
 """The leaderboard's static index.html: one self-contained file (inline CSS and vanilla JS, no external
-asset) that opens offline from the file system.
+asset) that opens offline from the file system. The CSS and the script are package data
+(platobench/leaderboard/static/), inlined into the page as written.
 
 The ranked tables are rendered by the page's script from the records embedded as JSON; clicking a column
 header sorts that table only (best first on the first click: descending for a higher-is-better column,
@@ -16,12 +17,13 @@ from __future__ import annotations
 
 import html
 import json
+from importlib import resources
 from typing import Any
 
-from platobench.bench.baselines import is_baseline
-from platobench.bench.leaderboard import Board, Ranked, family, finite, fmt, language_summary, overview
-from platobench.bench.leaderboard_notes import MISSING, TIE_RULE, p_floor_sentence
-from platobench.bench.results import ResultRecord
+from platobench.leaderboard.baselines import is_baseline
+from platobench.leaderboard.boards import Board, Ranked, family, finite, fmt, language_summary, overview
+from platobench.leaderboard.notes import MISSING, TIE_RULE, p_floor_sentence
+from platobench.results import ResultRecord
 
 COLUMNS = [  # key, header, kind ("num" sorts numerically, "text" alphabetically)
     ("rank", "rank", "num"), ("language", "language model", "text"), ("vision", "vision model", "text"),
@@ -40,109 +42,11 @@ def first_directions(higher_is_better: bool) -> dict[str, str]:
     best = "desc" if higher_is_better else "asc"
     return {key: best if key in METRIC_COLUMNS else "asc" for key, _, _ in COLUMNS}
 
-_CSS = """
-body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
-table{border-collapse:collapse;margin:.5em 0 1.5em}
-th,td{border:1px solid #ccc;padding:.25em .6em;text-align:right}
-td.t,th.t{text-align:left}
-th[data-key]{cursor:pointer;background:#f2f2f2}
-th[aria-sort=ascending]::after{content:" \\25B2"}
-th[aria-sort=descending]::after{content:" \\25BC"}
-td.missing{color:#a00;font-style:italic}
-.paper{background:#fff8e1}
-tr.baseline td{background:#eef2f7;color:#445}
-.tag{font-size:80%;border:1px solid #889;border-radius:3px;padding:0 .3em;margin-left:.4em;color:#445}
-p.verdict{font-weight:600}
-p.note{font-size:90%;color:#444;max-width:60em}
-img{max-width:48%;margin:.3em;border:1px solid #ddd}
-"""
 
-_JS = r"""
-(function () {
-  var data = JSON.parse(document.getElementById("pb-data").textContent);
-  var columns = data.columns, kinds = Object.create(null), boards = Object.create(null);
-  columns.forEach(function (c) { kinds[c[0]] = c[2]; });
-  data.boards.forEach(function (b) { boards[b.id] = b; });
-  var DEFAULT = {key: "rank", dir: "asc"};
-  function parseHash() {  // {family, sorts: table id -> {key, dir}}; unknown or malformed parts are ignored
-    var s = {family: "", sorts: Object.create(null)};
-    location.hash.replace(/^#/, "").split("&").forEach(function (kv) {
-      var i = kv.indexOf("=");
-      if (i < 0) return;
-      var k = kv.slice(0, i), v;
-      try { v = decodeURIComponent(kv.slice(i + 1)); } catch (e) { return; }
-      if (k === "family") { s.family = v; return; }
-      var m = /^(\w+)\.(asc|desc)$/.exec(v);
-      if (k in boards && m && m[1] in kinds) s.sorts[k] = {key: m[1], dir: m[2]};
-    });
-    return s;
-  }
-  function setHash(s) {
-    var parts = ["family=" + encodeURIComponent(s.family)];
-    data.boards.forEach(function (b) {
-      var o = s.sorts[b.id];
-      if (o) parts.push(b.id + "=" + o.key + "." + o.dir);
-    });
-    location.hash = parts.join("&");
-  }
-  function cmp(kind, dir) {
-    return function (a, b) {
-      var x = a.sort, y = b.sort, ma = x === null, mb = y === null;
-      if (ma || mb) return ma === mb ? 0 : (ma ? 1 : -1);  // missing values last, either direction
-      var r = kind === "num" ? x - y : String(x).localeCompare(String(y));
-      return dir === "asc" ? r : -r;
-    };
-  }
-  function matches(families, fam) { return !fam || families.indexOf(fam) >= 0; }
-  function render() {
-    var s = parseHash();
-    document.getElementById("family").value = s.family;
-    data.boards.forEach(function (board) {
-      var o = s.sorts[board.id] || DEFAULT;
-      var table = document.getElementById(board.id);
-      var thead = "<tr>" + columns.map(function (c) {
-        var sort = c[0] === o.key ? (o.dir === "asc" ? "ascending" : "descending") : "none";
-        return '<th data-key="' + c[0] + '" aria-sort="' + sort + '" class="' + (c[2] === "text" ? "t" : "") + '">' + c[1] + "</th>";
-      }).join("") + "</tr>";
-      var rows = board.rows.filter(function (r) { return matches(r.families, s.family); }).map(function (r) {
-        return {sort: r.sort[o.key], row: r};
-      });
-      rows.sort(cmp(kinds[o.key], o.dir));
-      var body = rows.map(function (x) {
-        var r = x.row;
-        return '<tr class="pb-row' + (r.baseline ? " baseline" : "") + '" data-language="' + r.language +
-          '" data-vision="' + r.vision + '">' +
-          columns.map(function (c) {
-            var v = r.cells[c[0]];
-            var cls = (c[2] === "text" ? "t" : "") + (v === "missing" ? " missing" : "");
-            return '<td class="' + cls + '">' + v + "</td>";
-          }).join("") + "</tr>";
-      }).join("");
-      table.innerHTML = "<thead>" + thead + "</thead><tbody>" + body + "</tbody>";
-      document.getElementById(board.id + "-count").textContent =
-        rows.length + " of " + board.rows.length + " rows shown";
-    });
-    Array.prototype.forEach.call(document.querySelectorAll("tr[data-families]"), function (tr) {
-      tr.hidden = !matches(tr.getAttribute("data-families").split(" "), s.family);
-    });
-  }
-  document.addEventListener("click", function (ev) {
-    var th = ev.target.closest("th[data-key]"), table = th && th.closest("table");
-    if (!table || !(table.id in boards)) return;
-    var s = parseHash(), key = th.getAttribute("data-key"), o = s.sorts[table.id] || DEFAULT;
-    var dir = o.key === key ? (o.dir === "asc" ? "desc" : "asc") : boards[table.id].first[key];
-    s.sorts[table.id] = {key: key, dir: dir};
-    setHash(s);
-  });
-  document.getElementById("family").addEventListener("change", function (ev) {
-    var s = parseHash();
-    s.family = ev.target.value;
-    setHash(s);
-  });
-  window.addEventListener("hashchange", render);
-  render();
-})();
-"""
+def static_text(name: str) -> str:
+    """The text of a package data file under platobench/leaderboard/static/ ("leaderboard.css" or
+    "leaderboard.js"), inlined into the page so that it opens offline."""
+    return (resources.files("platobench.leaderboard") / "static" / name).read_text(encoding="utf-8")
 
 
 def _num(value: float | None) -> float | None:
@@ -214,7 +118,7 @@ def render(boards: list[Board], records: list[ResultRecord], paper: list[dict[st
     options = "".join(f'<option value="{html.escape(f)}">{html.escape(f)}</option>' for f in families)
     parts = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">', "<title>platobench leaderboard</title>",
-        f"<style>{_CSS}</style></head><body>", "<h1>platobench leaderboard</h1>",
+        f"<style>\n{static_text('leaderboard.css')}</style></head><body>", "<h1>platobench leaderboard</h1>",
         (f"<p>{len(records)} result records. Click a column header to sort that table (best first, click "
          "again to reverse); <code>missing</code> marks a value that was not measured (it sorts last). "
          "<em>null mean</em>: mean score of the permutation null; <em>chance</em>: the score expected of "
@@ -257,6 +161,6 @@ def render(boards: list[Board], records: list[ResultRecord], paper: list[dict[st
         ) for p in paper], cls="paper"),
         "<ul>" + "".join(f"<li>{html.escape(c)}</li>" for c in dict.fromkeys(p["citation"] for p in paper)) + "</ul>",
         f'<script type="application/json" id="pb-data">{payload}</script>',
-        f"<script>{_JS}</script>", "</body></html>",
+        f"<script>\n{static_text('leaderboard.js')}</script>", "</body></html>",
     ]
     return "\n".join(parts) + "\n"

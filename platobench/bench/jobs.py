@@ -1,0 +1,132 @@
+"""One job: a model pair scored under one setting from its two feature entries -> one result record.
+
+`score_job` is the single place where a job is scored; `platobench run` (and `submit`, through the
+runner), `platobench check` and `platobench jepa compare` all call it. It checks that the entries hold
+the same samples (paired settings), calls the setting kind's scorer with the entries' layers, digests
+and model revisions and the job's inputs, and states the setting in `extra.setting_config`. What a
+scorer does itself (constant-layer exclusion, layer grid, selection, null, interval) is the scorer's.
+
+Scorers are registered by setting kind in `SCORER_PATHS` and imported when first asked for
+(`scorer_for`): they load torch, which building the command-line parser does not need.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from platobench.errors import UserError
+
+if TYPE_CHECKING:
+    import torch
+
+    from platobench.bench.settings import Setting
+    from platobench.features.store import FeatureEntry
+    from platobench.results import DatasetRef, ResultRecord
+    from platobench.zoo import ModelSpec
+
+# setting kind -> (module, function) of its scorer
+SCORER_PATHS: dict[str, tuple[str, str]] = {
+    "paired": ("platobench.bench.scoring", "score_paired"),
+    "zeroshot": ("platobench.bench.zeroshot_scoring", "score_zeroshot"),
+}
+
+LayerTransform = Callable[[list["torch.Tensor"]], list["torch.Tensor"]]
+
+
+class Scorer(Protocol):
+    """Scores one pair under one setting. `lang_layers` / `vis_layers`: per-layer features [rows, D_l] of
+    each model; `dataset`: the samples' reference; `inputs`: the two feature-entry digests; `revisions`:
+    the models' resolved revisions (None: the spec's); `kwargs`: the kind's own inputs (zero-shot: labels
+    and prompts)."""
+
+    def __call__(
+        self,
+        setting: Setting,
+        language: ModelSpec,
+        vision: ModelSpec,
+        lang_layers: Sequence[torch.Tensor],
+        vis_layers: Sequence[torch.Tensor],
+        dataset: DatasetRef,
+        *,
+        inputs: dict[str, Any],
+        revisions: tuple[str | None, str | None] = (None, None),
+        **kwargs: Any,
+    ) -> ResultRecord: ...
+
+
+def scorer_for(kind: str) -> Scorer:
+    """The scorer of setting kind `kind` (imported on first use); UserError for a kind without one."""
+    if kind not in SCORER_PATHS:
+        raise UserError(f"setting kind {kind!r} has no scorer (known: {', '.join(SCORER_PATHS)})")
+    module, name = SCORER_PATHS[kind]
+    scorer: Scorer = getattr(importlib.import_module(module), name)
+    return scorer
+
+
+def scorers() -> dict[str, Scorer]:
+    """Every registered scorer by setting kind (imports them all)."""
+    return {kind: scorer_for(kind) for kind in SCORER_PATHS}
+
+
+@dataclass(frozen=True)
+class JobInputs:
+    """What a job extracts. The text model reads `texts` (None: the captions `text_prompt` selects) of
+    `text_data`; the vision model reads the images of `image_data`. `paired`: the two entries hold the
+    same samples row by row (checked). `scorer_kwargs`: extra keyword arguments of the kind's scorer."""
+
+    text_data: Any
+    text_prompt: str
+    texts: list[str] | None
+    image_data: Any
+    paired: bool
+    scorer_kwargs: dict[str, Any]
+
+    def of(self, spec: ModelSpec) -> tuple[Any, str, list[str] | None]:
+        """(dataset, prompt, texts) that `spec` is extracted on."""
+        if spec.modality == "text":
+            return self.text_data, self.text_prompt, self.texts
+        return self.image_data, "image", None
+
+
+def entry_digests(language: FeatureEntry, vision: FeatureEntry) -> dict[str, str]:
+    """The record's `extra.inputs`: the digests of the two feature entries a job is scored from."""
+    return {"language": language.digest, "vision": vision.digest}
+
+
+def score_job(
+    setting: Setting,
+    language: ModelSpec,
+    vision: ModelSpec,
+    entries: tuple[FeatureEntry, FeatureEntry],
+    job_in: JobInputs,
+    *,
+    scorer: Scorer | None = None,
+    transform: LayerTransform | None = None,
+    extra: dict[str, Any] | None = None,
+) -> ResultRecord:
+    """The record of one job from its (language, vision) feature entries. SampleMismatchError (a
+    UserError) when a paired job's entries hold other samples. `scorer`: None is the setting kind's
+    (`scorer_for`); `transform` maps each model's layer list before scoring (check's --perturb); `extra`
+    is merged into the record's extra after `setting_config`."""
+    from platobench.features.store import check_same_samples
+    from platobench.results import DatasetRef
+
+    a, b = entries
+    if job_in.paired:
+        check_same_samples(a, b)
+    layers_a, layers_b = list(a.layers), list(b.layers)
+    if transform is not None:
+        layers_a, layers_b = transform(layers_a), transform(layers_b)
+    ds = job_in.image_data
+    record = (scorer or scorer_for(setting.kind))(
+        setting, language, vision, layers_a, layers_b,
+        DatasetRef(name=ds.name, revision=ds.revision, n=len(ds), fingerprint=ds.fingerprint),
+        inputs=entry_digests(a, b), revisions=(a.key["model_revision"], b.key["model_revision"]),
+        **job_in.scorer_kwargs,
+    )
+    record.extra["setting_config"] = setting.model_dump(mode="json")
+    record.extra.update(extra or {})
+    return record

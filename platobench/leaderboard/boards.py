@@ -1,0 +1,180 @@
+"""The board model of the leaderboard: records grouped into boards and ranked, plus the cell formatting
+every renderer (Markdown, HTML, plots) shares. Renderers depend on this module, never the reverse.
+
+A *board* is every record of one setting measured on one sample set (same dataset fingerprint): scores are
+only ranked against scores of the same protocol on the same samples. Ranks are the ones the data can
+support (platobench/leaderboard/ranks.py): a record whose CI overlaps the CI of its tie group's leader shares
+the leader's rank, shown as "1=" (competition ranking: "1=, 1=, 3"); a record whose score is not finite is
+shown as missing and gets no rank. Aggregates never skip missing values: a language model that lacks a
+vision reference of its board has no mean (it shows as "missing (k/n)"), and a pair that lacks a setting
+shows as missing in the overview, never as a better mean.
+
+Baselines (zoo family `baseline/`, negative controls) stay in the ranked tables; every row carries its
+verdict against the board's strongest baseline and each board has one sentence saying whether any real
+model beats the baselines beyond the confidence intervals (platobench/leaderboard/baselines.py).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from platobench.errors import UserError
+from platobench.leaderboard.baselines import board_sentence, is_baseline, verdicts
+from platobench.leaderboard.notes import MISSING, rank_labels
+from platobench.leaderboard.ranks import tie_ranks
+from platobench.results import ResultRecord
+
+
+def family(name: str) -> str:
+    """The zoo family of a model name: the part before '/' ("qwen2.5/qwen2.5-7b" -> "qwen2.5")."""
+    return name.split("/", 1)[0]
+
+
+def finite(value: float | None) -> bool:
+    return value is not None and math.isfinite(value)
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """One record of a board with its rank (None when the score is missing or not finite); `label` is the
+    rank as the tables show it ("2=" for a rank shared with another record, "missing" for None)."""
+
+    rank: int | None
+    record: ResultRecord
+    label: str = MISSING
+
+
+@dataclass
+class Board:
+    """Records of one setting on one sample set, best first."""
+
+    setting: str
+    rows: list[Ranked]
+
+    @property
+    def first(self) -> ResultRecord:
+        return self.rows[0].record
+
+    @property
+    def key(self) -> str:
+        """A short unique id: setting plus the first 8 hex digits of the dataset fingerprint."""
+        return f"{self.setting}@{self.first.dataset.fingerprint[:8]}"
+
+    @property
+    def title(self) -> str:
+        d, m = self.first.dataset, self.first.metric
+        direction = "higher is better" if m.higher_is_better else "lower is better"
+        return f"{self.setting} — {m.id} on {d.name} (n={d.n}, {direction})"
+
+    @property
+    def verdicts(self) -> dict[str, str]:
+        """pair_id -> verdict against the board's strongest baseline ({} without a baseline row)."""
+        return verdicts([row.record for row in self.rows])
+
+    @property
+    def sentence(self) -> str:
+        """Whether any real pair of the board beats its strongest baseline, as one sentence."""
+        return board_sentence([row.record for row in self.rows])
+
+    @property
+    def vision_models(self) -> list[str]:
+        """The board's real vision models (the per-language means average over these; baselines excluded)."""
+        return sorted({r.record.vision.name for r in self.rows if not is_baseline(r.record.vision.name)})
+
+    @property
+    def language_models(self) -> list[str]:
+        return list(dict.fromkeys(r.record.language.name for r in self.rows))
+
+
+def rank_records(records: list[ResultRecord]) -> list[Ranked]:
+    """Ranks of records that share a protocol, best score first (the metric's direction; equal scores in
+    order of the model names): a record whose CI overlaps its tie group leader's CI shares the leader's
+    rank (`tie_ranks`); non-finite scores come last, unranked."""
+    if not records:
+        return []
+    higher = records[0].metric.higher_is_better
+    if any(r.metric.higher_is_better != higher for r in records):
+        raise UserError("cannot rank records whose metrics disagree on the direction (higher/lower is better)")
+    scored = [r for r in records if finite(r.score)]
+    scored.sort(key=lambda r: (-r.score if higher else r.score, r.language.name, r.vision.name))
+    cis = [None if r.ci is None else (r.ci.lo, r.ci.hi) for r in scored]
+    ranks = tie_ranks([r.score for r in scored], cis, higher)
+    out = [Ranked(rank, r, label) for rank, r, label in zip(ranks, scored, rank_labels(ranks))]
+    return out + [Ranked(None, r) for r in records if not finite(r.score)]
+
+
+def build_boards(records: list[ResultRecord]) -> list[Board]:
+    """Group records into boards (setting x dataset fingerprint), each ranked; ordered by setting id."""
+    groups: dict[tuple[str, str], list[ResultRecord]] = {}
+    for r in records:
+        groups.setdefault((r.setting, r.dataset.fingerprint), []).append(r)
+    return [Board(setting, rank_records(rs)) for (setting, _), rs in sorted(groups.items())]
+
+
+def language_summary(board: Board) -> list[dict[str, Any]]:
+    """Per language model of a board: its score against each real vision model of the board and the mean
+    over them (baseline vision models are left out, so a control never enters a real model's mean). The
+    mean is None (missing) unless every such vision model has a finite score; rows with a mean are ranked,
+    the others follow unranked."""
+    vision = board.vision_models
+    higher = board.first.metric.higher_is_better
+    scores: dict[str, dict[str, float]] = {}
+    for row in board.rows:
+        if finite(row.record.score):
+            scores.setdefault(row.record.language.name, {})[row.record.vision.name] = row.record.score
+    rows = []
+    for lang in board.language_models:
+        got = scores.get(lang, {})
+        complete = bool(vision) and all(v in got for v in vision)
+        rows.append({
+            "language": lang, "scores": {v: got.get(v) for v in vision},
+            "mean": sum(got[v] for v in vision) / len(vision) if complete else None,
+            "present": sum(v in got for v in vision), "expected": len(vision),
+        })
+    ranked = sorted((r for r in rows if r["mean"] is not None), key=lambda r: -r["mean"] if higher else r["mean"])
+    for i, r in enumerate(ranked):
+        r["rank"] = ranked[i - 1]["rank"] if i and ranked[i - 1]["mean"] == r["mean"] else i + 1
+    rest = [r for r in rows if r["mean"] is None]
+    for r in rest:
+        r["rank"] = None
+    return ranked + rest
+
+
+def overview(records: list[ResultRecord]) -> tuple[list[str], list[dict[str, Any]]]:
+    """Every (language, vision) pair x every setting: (settings, rows of {language, vision, scores}) where
+    a setting the pair was not measured under (or whose score is not finite) is None — shown as missing."""
+    settings = sorted({r.setting for r in records})
+    pairs: dict[tuple[str, str], dict[str, float | None]] = {}
+    for r in records:
+        pairs.setdefault((r.language.name, r.vision.name), {})[r.setting] = r.score if finite(r.score) else None
+    rows = [
+        {"language": a, "vision": b, "scores": {s: got.get(s) for s in settings}}
+        for (a, b), got in sorted(pairs.items())
+    ]
+    return settings, rows
+
+
+# ---------------------------------------------------------------------------------------------- formatting
+
+
+def fmt(value: float | None, digits: int = 3) -> str:
+    return f"{value:.{digits}f}" if finite(value) else MISSING
+
+
+def fmt_ci(r: ResultRecord) -> str:
+    return f"[{r.ci.lo:.3f}, {r.ci.hi:.3f}]" if r.ci is not None else MISSING
+
+
+def fmt_layers(r: ResultRecord) -> str:
+    if r.layers is None:
+        return MISSING
+    sizes = f" of {len(r.grid)}×{len(r.grid[0])}" if r.grid else ""
+    return f"{r.layers[0]}, {r.layers[1]}{sizes}"
+
+
+def fmt_params(value: float | None) -> str:
+    if value is None:
+        return MISSING
+    return f"{value / 1000:.1f}B" if value >= 1000 else f"{value:g}M"

@@ -1,0 +1,64 @@
+"""leaderboard.csv: one row per record, boards in order, best first. Text cells that a spreadsheet
+would run as a formula are neutralised (`csv_cell`)."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+from typing import Any
+
+from platobench.files.atomic import atomic_write_text
+from platobench.leaderboard.baselines import is_baseline
+from platobench.leaderboard.boards import Board, family
+from platobench.leaderboard.safe_text import csv_cell
+from platobench.results import ResultRecord
+
+CSV_COLUMNS = (
+    "setting", "dataset", "n", "dataset_fingerprint", "rank", "language", "vision", "language_family",
+    "vision_family", "language_kind", "vision_kind", "is_baseline", "verdict", "metric", "higher_is_better", "score", "calibrated",
+    "ci_lo", "ci_hi", "ci_level", "p_value", "null_mean", "chance", "layer_language", "layer_vision",
+    "last_layer_score", "params_language_m", "params_vision_m", "schema_version", "platobench_version",
+    "git_sha", "created",
+)
+
+
+def csv_row(rank: int | None, r: ResultRecord, verdict: str = "") -> dict[str, Any]:
+    """One CSV row; `verdict` is the record's verdict against its board's strongest baseline. Text
+    cells that a spreadsheet would run as a formula are prefixed with `'` (`csv_cell`)."""
+    row = {
+        "setting": r.setting, "dataset": r.dataset.name, "n": r.dataset.n, "dataset_fingerprint": r.dataset.fingerprint,
+        "rank": rank if rank is not None else "", "language": r.language.name, "vision": r.vision.name,
+        "language_family": family(r.language.name), "vision_family": family(r.vision.name),
+        "language_kind": r.language.kind or "", "vision_kind": r.vision.kind or "",
+        "is_baseline": is_baseline(r.language.name) or is_baseline(r.vision.name), "verdict": verdict,
+        "metric": r.metric.id,
+        "higher_is_better": r.metric.higher_is_better, "score": r.score,
+        "calibrated": "" if r.calibrated is None else r.calibrated,
+        "ci_lo": "" if r.ci is None else r.ci.lo, "ci_hi": "" if r.ci is None else r.ci.hi,
+        "ci_level": "" if r.ci is None else r.ci.level, "p_value": "" if r.null is None else r.null.p_value,
+        "null_mean": "" if r.null is None else r.null.mean, "chance": "" if r.chance is None else r.chance,
+        "layer_language": "" if r.layers is None else r.layers[0], "layer_vision": "" if r.layers is None else r.layers[1],
+        "last_layer_score": "" if r.last_layer_score is None else r.last_layer_score,
+        "params_language_m": "" if r.language.params_m is None else r.language.params_m,
+        "params_vision_m": "" if r.vision.params_m is None else r.vision.params_m,
+        "schema_version": r.schema_version, "platobench_version": r.platobench_version, "git_sha": r.git_sha or "",
+        "created": r.created,
+    }
+    return {key: csv_cell(value) for key, value in row.items()}
+
+
+def csv_text(boards: list[Board]) -> str:
+    """leaderboard.csv: one row per record (empty cells where a value is absent), boards in order, best first."""
+    buffer = io.StringIO(newline="")
+    writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS)
+    writer.writeheader()
+    for board in boards:
+        got = board.verdicts
+        writer.writerows(csv_row(row.rank, row.record, got.get(row.record.pair_id, "")) for row in board.rows)
+    return buffer.getvalue()
+
+
+def write_csv(boards: list[Board], path: Path) -> None:
+    """`csv_text` written to `path` as UTF-8, atomically (a reader never sees half a table)."""
+    atomic_write_text(path, csv_text(boards))

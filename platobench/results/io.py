@@ -1,0 +1,149 @@
+"""Reading and writing result records: one JSON file per model pair x setting under
+RESULTS/<setting>/<language>__<vision>.json.
+
+`load_record` upgrades records of older schema versions (`_upgrade`) and validates them; the
+leaderboard and `platobench check` read only these files. `write_record` is the one writer (atomic).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from platobench.errors import UserError
+from platobench.files.atomic import atomic_write_text
+from platobench.files.ids import check_id, check_model_name, contained, shown
+from platobench.results.schema import JSON_TYPES, SCHEMA_VERSION, ResultRecord
+
+MAX_RECORD_BYTES = 64 * 2**20
+MAX_PROBLEMS_SHOWN = 10
+
+
+def git_sha(cwd: Path | None = None) -> str | None:
+    """The current commit of the platobench checkout, or None outside a git checkout."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=cwd or Path(__file__).resolve().parent,
+            capture_output=True, text=True, timeout=5, check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def record_path(results_dir: Path, setting: str, language: str, vision: str) -> Path:
+    """results/<setting>/<language>__<vision>.json with '/' in model names replaced by '--'.
+
+    The setting must be an id and both names model names; InvalidIdError unless the path (symlinks
+    resolved) stays inside `results_dir`."""
+    check_id(setting, "setting id")
+    check_model_name(language, "language model name")
+    check_model_name(vision, "vision model name")
+    name = f"{language}__{vision}".replace("/", "--") + ".json"
+    contained(results_dir, setting, name)
+    return Path(results_dir) / setting / name
+
+
+def write_record(results_dir: Path, record: ResultRecord) -> Path:
+    """Write atomically (fsynced temp file + rename; WriteError naming the path) and return the path.
+    JSON with indent 1, non-ASCII escaped and a trailing newline."""
+    path = record_path(results_dir, record.setting, record.language.name, record.vision.name)
+    return atomic_write_text(path, json.dumps(record.model_dump(mode="json"), indent=1) + "\n")
+
+
+def _upgrade(data: dict[str, Any]) -> dict[str, Any]:
+    """Bring a record of an older schema to the current one (no older schema exists yet)."""
+    version = data.get("schema_version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1 or version > SCHEMA_VERSION:
+        raise UserError(
+            f"unsupported schema_version {shown(version)} (this platobench reads 1..{SCHEMA_VERSION})"
+        )
+    return data
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    """The JSON object in the regular file `path`; UserError naming the file otherwise."""
+    try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            raise UserError(f"result record {path} is not a regular file")
+        if info.st_size > MAX_RECORD_BYTES:
+            raise UserError(f"result record {path} is larger than {MAX_RECORD_BYTES // 2**20} MiB")
+        data = json.loads(Path(path).read_bytes().decode("utf-8"))
+    except OSError as exc:
+        raise UserError(f"cannot read result record {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise UserError(f"result record {path} is not UTF-8 text (byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise UserError(f"result record {path} is not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+    except RecursionError:
+        raise UserError(f"result record {path} is nested too deeply to be a record") from None
+    if not isinstance(data, dict):
+        raise UserError(f"result record {path} must be a JSON object, not a {JSON_TYPES.get(type(data), 'null')}")
+    return data
+
+
+def load_record(path: Path) -> ResultRecord:
+    """The validated record in `path`; UserError (naming the file, one short line) when it is not one."""
+    data = _read_json(path)
+    try:
+        return ResultRecord.model_validate(_upgrade(data))
+    except UserError as exc:
+        raise UserError(f"invalid result record {path}: {exc}") from None
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False, include_context=False, include_input=False)
+        where = ".".join(str(p) for p in errors[0]["loc"])[:120]
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise UserError(f"invalid result record {path}: {where}: {errors[0]['msg'][:300]}{more}") from None
+
+
+def record_files(results_dir: Path) -> list[Path]:
+    """Every *.json under `results_dir`, recursively and sorted, skipping hidden files and folders."""
+    root = Path(results_dir)
+    return sorted(
+        p for p in root.rglob("*.json") if not any(part.startswith(".") for part in p.relative_to(root).parts)
+    )
+
+
+def load_records_checked(results_dir: Path) -> tuple[list[ResultRecord], list[str]]:
+    """(the valid records under `results_dir` sorted by setting then pair, one line per problem).
+
+    A problem is a file that is not a valid record, or two or more files holding the same (setting,
+    language, vision): one line naming them all, and none of them is returned."""
+    problems: list[str] = []
+    loaded: dict[tuple[str, str, str], list[tuple[Path, ResultRecord]]] = {}
+    for path in record_files(results_dir):
+        try:
+            record = load_record(path)
+        except UserError as exc:
+            problems.append(str(exc))
+            continue
+        loaded.setdefault((record.setting, record.language.name, record.vision.name), []).append((path, record))
+    records = []
+    for (setting, language, vision), found in loaded.items():
+        if len(found) == 1:
+            records.append(found[0][1])
+        else:
+            files = ", ".join(str(p) for p, _ in found)
+            problems.append(
+                f"{len(found)} result records measure setting {setting} for {language} x {vision}: {files}; "
+                "keep one (none of them is used)"
+            )
+    return sorted(records, key=lambda r: (r.setting, r.pair_id)), problems
+
+
+def load_records(results_dir: Path) -> list[ResultRecord]:
+    """Every record under results_dir (recursively), sorted by setting then pair; UserError listing the
+    problems (`load_records_checked`) when any file is invalid or duplicated."""
+    records, problems = load_records_checked(results_dir)
+    if problems:
+        listed = "; ".join(problems[:MAX_PROBLEMS_SHOWN])
+        more = f"; and {len(problems) - MAX_PROBLEMS_SHOWN} more" if len(problems) > MAX_PROBLEMS_SHOWN else ""
+        raise UserError(f"{len(problems)} problem(s) with the result records under {results_dir}: {listed}{more}")
+    return records

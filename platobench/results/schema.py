@@ -1,0 +1,132 @@
+"""The result record schema: one JSON file per model pair x setting.
+
+Records carry `schema_version` (`SCHEMA_VERSION` is the one written); loading them
+(platobench/results/io.py) upgrades older versions. Validation: ids and model names follow the naming
+rule, numbers are JSON numbers (not strings), the layer grid is rectangular and the chosen layers lie
+inside it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+from platobench import __version__
+from platobench.errors import UserError
+from platobench.files.ids import ID_RULE, check_id, check_model_name, shown
+
+SCHEMA_VERSION = 1
+JSON_TYPES = {dict: "object", list: "array", str: "string", int: "number", float: "number", bool: "boolean"}
+
+
+def _not_text(value: Any) -> Any:
+    """Refuse strings and booleans where a number belongs (pydantic would otherwise parse "0.9")."""
+    if isinstance(value, (str, bytes, bool)):
+        raise ValueError(f"must be a number, not a {JSON_TYPES.get(type(value), type(value).__name__)}")
+    return value
+
+
+def _dataset_name(value: str) -> str:
+    """An id, or a subset of one named "<id>:<tag>" (tags are ids too, e.g. "wit-1024:heldout0.2")."""
+    try:
+        for part in value.split(":"):
+            check_id(part, "dataset name part")
+    except UserError:
+        raise UserError(f"dataset name {shown(value)} is not an id or 'id:subset-tag' ({ID_RULE})") from None
+    return value
+
+
+Number = Annotated[float, BeforeValidator(_not_text)]
+Count = Annotated[int, BeforeValidator(_not_text)]
+Id = Annotated[str, AfterValidator(lambda v: check_id(v, "id"))]
+ModelName = Annotated[str, AfterValidator(check_model_name)]
+DatasetName = Annotated[str, AfterValidator(_dataset_name)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ModelRef(_Strict):
+    name: ModelName
+    revision: str | None = None
+    params_m: Number | None = None
+    kind: str | None = None
+
+
+class DatasetRef(_Strict):
+    name: DatasetName
+    revision: str
+    n: Count = Field(ge=0)
+    fingerprint: str
+
+
+class MetricRef(_Strict):
+    id: str
+    params: dict[str, Any]
+    preprocess: str
+    selection: str  # "best" (max over the layer grid, PRH), "last", or "fixed:i,j"
+    higher_is_better: bool
+
+
+class NullRef(_Strict):
+    mean: Number
+    std: Number
+    p_value: Number
+    n_perm: Count
+    seed: Count
+    method: str = "permute pairing; layer selection inside each draw"
+
+
+class IntervalRef(_Strict):
+    lo: Number
+    hi: Number
+    level: Number
+    method: str
+
+
+class ResultRecord(_Strict):
+    """One measured score of a (language model, vision model) pair under one setting."""
+
+    schema_version: Count = SCHEMA_VERSION
+    platobench_version: str = __version__
+    git_sha: str | None = None
+    setting: Id
+    kind: Literal["paired", "zeroshot"] = "paired"
+    metric: MetricRef
+    language: ModelRef
+    vision: ModelRef
+    dataset: DatasetRef
+    score: Number
+    layers: tuple[Count, Count] | None = None  # chosen (language layer, vision layer) indices into the grid
+    last_layer_score: Number | None = None
+    chance: Number | None = None
+    null: NullRef | None = None
+    calibrated: Number | None = None
+    ci: IntervalRef | None = None
+    grid: list[list[Number | None]] | None = Field(
+        default=None, description="[L_language][L_vision] scores; null for layers excluded as constant"
+    )
+    extra: dict[str, Any] = Field(default_factory=dict)
+    runtime_s: Number
+    created: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+
+    @model_validator(mode="after")
+    def _layers_in_grid(self) -> ResultRecord:
+        """The grid is rectangular; the chosen layers are non-negative and, with a grid, inside it."""
+        if self.grid is not None and len({len(row) for row in self.grid}) > 1:
+            raise ValueError("grid rows differ in length; the grid must be rectangular")
+        if self.layers is not None:
+            i, j = self.layers
+            if i < 0 or j < 0:
+                raise ValueError(f"layers {list(self.layers)} must be non-negative")
+            if self.grid is not None and not (i < len(self.grid) and j < len(self.grid[0])):
+                shape = (len(self.grid), len(self.grid[0]) if self.grid else 0)
+                raise ValueError(f"layers {list(self.layers)} lie outside the {shape[0]}x{shape[1]} grid")
+        return self
+
+    @property
+    def pair_id(self) -> str:
+        return f"{self.language.name}__{self.vision.name}"

@@ -1,0 +1,223 @@
+"""The package layering, read from the source (ast, nothing imported): the leaderboard never imports the
+bench, result records import no stage that scores or renders, module-level imports form no cycle between
+modules (nor between subpackages through results, leaderboard and bench), and no module takes a
+`_private` name from another subpackage."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1] / "platobench"
+
+
+@dataclass(frozen=True)
+class Import:
+    """One import statement's target: `module` (a platobench module, resolved), the `names` it takes
+    from it, and whether it runs when the importing module loads (not inside a function or under
+    TYPE_CHECKING)."""
+
+    module: str
+    names: tuple[str, ...]
+    top_level: bool
+
+
+def module_name(path: Path, root: Path = ROOT) -> str:
+    parts = path.relative_to(root.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def all_modules(root: Path = ROOT) -> dict[str, Path]:
+    return {module_name(p, root): p for p in sorted(root.rglob("*.py"))}
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _walk(node: ast.AST, top_level: bool) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
+    """Every import under `node` with whether it runs at module load (function bodies and
+    `if TYPE_CHECKING:` blocks do not; class bodies and module-level try/if blocks do)."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, (ast.Import, ast.ImportFrom)):
+            yield child, top_level
+        elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            yield from _walk(child, False)
+        elif isinstance(child, ast.If) and _is_type_checking(child.test):
+            for stmt in child.body:
+                yield from _walk(ast.Module(body=[stmt], type_ignores=[]), False)
+            for stmt in child.orelse:
+                yield from _walk(ast.Module(body=[stmt], type_ignores=[]), top_level)
+        else:
+            yield from _walk(child, top_level)
+
+
+def imports_of(name: str, path: Path, modules: dict[str, Path]) -> list[Import]:
+    """The platobench imports of module `name` (source `path`). `from P import m` where P.m is a module
+    targets P.m; a package's own __init__ is not counted as imported when one of its modules is."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out = []
+    for node, top_level in _walk(ast.parse(path.read_text(encoding="utf-8"), str(path)), True):
+        if isinstance(node, ast.Import):
+            out += [Import(a.name, (), top_level) for a in node.names if a.name.split(".")[0] == "platobench"]
+            continue
+        base = node.module or ""
+        if node.level:
+            anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+            base = ".".join([*anchor, *([base] if base else [])])
+        if base.split(".")[0] != "platobench":
+            continue
+        plain = [a.name for a in node.names if f"{base}.{a.name}" not in modules]
+        out += [Import(f"{base}.{a.name}", (), top_level) for a in node.names if f"{base}.{a.name}" in modules]
+        if plain:
+            out.append(Import(base, tuple(plain), top_level))
+    return out
+
+
+def import_graph(root: Path = ROOT) -> dict[str, list[Import]]:
+    modules = all_modules(root)
+    return {name: imports_of(name, path, modules) for name, path in modules.items()}
+
+
+def subpackage(module: str) -> str:
+    """The stage a module belongs to: platobench.<first part> ("platobench.bench.runner" -> "platobench.bench")."""
+    return ".".join(module.split(".")[:2])
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one node, or a node importing itself (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1 or v in edges.get(v, ()):
+                found.append(sorted(component))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def module_edges(graph: dict[str, list[Import]]) -> dict[str, set[str]]:
+    """Module -> the platobench modules it imports when it loads."""
+    return {m: {i.module for i in imps if i.top_level and i.module in graph} for m, imps in graph.items()}
+
+
+def subpackage_edges(graph: dict[str, list[Import]]) -> dict[str, set[str]]:
+    """Subpackage -> the other subpackages its modules import when they load."""
+    edges: dict[str, set[str]] = {}
+    for m, targets in module_edges(graph).items():
+        edges.setdefault(subpackage(m), set()).update(subpackage(t) for t in targets if subpackage(t) != subpackage(m))
+    return edges
+
+
+def private_imports(graph: dict[str, list[Import]]) -> list[tuple[str, str, str]]:
+    """(importer, name, module) for every `_private` name (dunders excepted) taken from another subpackage."""
+    return [(m, n, i.module) for m, imps in graph.items() for i in imps if subpackage(i.module) != subpackage(m)
+            for n in i.names if n.startswith("_") and not n.startswith("__")]
+
+
+@pytest.fixture(scope="module")
+def graph() -> dict[str, list[Import]]:
+    return import_graph()
+
+
+def _offenders(graph: dict[str, list[Import]], package: str, banned: tuple[str, ...]) -> list[str]:
+    return [f"{m} imports {i.module}" for m, imps in graph.items() if subpackage(m) == package
+            for i in imps if any(i.module == b or i.module.startswith(b + ".") for b in banned)]
+
+
+def test_the_leaderboard_never_imports_the_bench(graph):
+    assert any(subpackage(m) == "platobench.leaderboard" for m in graph)
+    assert _offenders(graph, "platobench.leaderboard", ("platobench.bench",)) == []
+
+
+def test_result_records_import_no_scoring_or_rendering_stage(graph):
+    banned = ("platobench.bench", "platobench.leaderboard", "platobench.metrics", "platobench.features",
+              "platobench.encoders")
+    assert {"platobench.results", "platobench.results.schema", "platobench.results.io"} <= set(graph)
+    assert _offenders(graph, "platobench.results", banned) == []
+
+
+def test_no_import_cycle_between_modules(graph):
+    assert cycles(module_edges(graph)) == []
+
+
+def test_no_import_cycle_through_the_record_leaderboard_and_bench_stages(graph):
+    """Subpackage level: results <- leaderboard <- bench, and none of them in a cycle of subpackages."""
+    layered = {"platobench.results", "platobench.leaderboard", "platobench.bench"}
+    edges = subpackage_edges(graph)
+    assert "platobench.results" in edges["platobench.leaderboard"]
+    assert "platobench.leaderboard" in edges["platobench.bench"]
+    assert [c for c in cycles(edges) if layered & set(c)] == []
+
+
+def test_no_private_name_is_imported_across_subpackages(graph):
+    assert private_imports(graph) == []
+
+
+# ----------------------------------------------------------------------------- the checks can fail
+
+
+def _package(tmp_path: Path, files: dict[str, str]) -> dict[str, list[Import]]:
+    root = tmp_path / "platobench"
+    for rel, text in {"__init__.py": "", **files}.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    return import_graph(root)
+
+
+def test_a_module_level_cycle_is_found_but_a_deferred_import_is_not(tmp_path):
+    g = _package(tmp_path, {
+        "a/__init__.py": "", "a/x.py": "from platobench.a import y\n",
+        "a/y.py": "from . import x\n",
+        "b/__init__.py": "", "b/p.py": "from platobench.b.q import f\n",
+        "b/q.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from platobench.b import p\n"
+                  "def f():\n    from platobench.b.p import g\n",
+    })
+    assert cycles(module_edges(g)) == [["platobench.a.x", "platobench.a.y"]]
+
+
+def test_a_cycle_between_subpackages_and_a_banned_import_are_found(tmp_path):
+    g = _package(tmp_path, {
+        "leaderboard/__init__.py": "", "leaderboard/m.py": "def f():\n    from platobench.bench.r import X\n",
+        "bench/__init__.py": "", "bench/r.py": "from platobench.leaderboard.m import f\nX = 1\n",
+        "bench/s.py": "", "leaderboard/n.py": "import platobench.bench.s\n",
+    })
+    assert _offenders(g, "platobench.leaderboard", ("platobench.bench",)) == [
+        "platobench.leaderboard.m imports platobench.bench.r", "platobench.leaderboard.n imports platobench.bench.s"]
+    assert cycles(subpackage_edges(g)) == [["platobench.bench", "platobench.leaderboard"]]
+
+
+def test_a_private_name_from_another_subpackage_is_found(tmp_path):
+    g = _package(tmp_path, {
+        "a/__init__.py": "", "a/x.py": "_hidden = 1\n__all__ = []\n", "a/y.py": "from platobench.a.x import _hidden\n",
+        "b/__init__.py": "", "b/z.py": "def f():\n    from platobench.a.x import _hidden, __all__\n",
+    })
+    assert private_imports(g) == [("platobench.b.z", "_hidden", "platobench.a.x")]
