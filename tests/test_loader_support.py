@@ -1,4 +1,4 @@
-"""Loader support declared once (platobench.encoders.support): the zoo schema, `layer_ids_of` and the
+"""Loader support declared once (platobench.zoo.support): the zoo schema, `layer_ids_of` and the
 leaderboard plots read it, it agrees with the loader modules and schema names, and it stays light."""
 
 from __future__ import annotations
@@ -13,17 +13,17 @@ from typing import get_args
 import pydantic
 import pytest
 
-from platobench.encoders import LOADER_MODULES, layer_ids_of, support
+from platobench.encoders import LOADER_MODULES, layer_ids_of
 from platobench.errors import UserError
 from platobench.leaderboard.plots import OTHER_MARKER, kind_marker
-from platobench.zoo import ModelSpec, load_zoo
+from platobench.zoo import ModelSpec, load_zoo, support
 from platobench.zoo.kinds import MODALITY_OF_KIND
 from platobench.zoo.spec import Kind, Loader, Modality, Pooling, SourceType
 
 ROOT = Path(__file__).resolve().parents[1]
 
 # Highest layer index (layers "all" -> 0..top) of every built-in entry, taken before the loader facts moved
-# into platobench.encoders.support: the feature-cache keys of these entries must not change.
+# into platobench.zoo.support: the feature-cache keys of these entries must not change.
 TOP_LAYER_BEFORE = {
     "baseline/bag-of-words": 0, "baseline/caption-length": 0, "baseline/colour-histogram": 0,
     "baseline/random-init-efficientnet-lite0": 8, "baseline/random-init-minilm-l6": 6,
@@ -220,7 +220,7 @@ def test_plot_markers_come_from_the_kind_declarations(monkeypatch: pytest.Monkey
 
 def test_declarations_import_nothing_heavy() -> None:
     code = (
-        "import json, sys\nimport platobench.encoders.support, platobench.zoo.kinds\n"
+        "import json, sys\nimport platobench.zoo.support, platobench.zoo.kinds\n"
         "print(json.dumps(sorted(m for m in ('torch', 'transformers', 'pydantic', 'timm', 'open_clip') "
         "if m in sys.modules)))"
     )

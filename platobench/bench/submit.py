@@ -137,7 +137,8 @@ def mock_pass(spec: ModelSpec, dataset: str = DEFAULT_PAIRED, *, caption_index: 
     import torch
 
     from platobench.encoders import load_encoder
-    from platobench.features.extract import EncoderOutputError, NonFiniteActivations, note_limit
+    from platobench.encoders.base import EncoderOutputError
+    from platobench.features.extract import NonFiniteActivations, note_limit
 
     t0 = time.perf_counter()
     data = get_dataset(dataset, limit=samples)

@@ -14,7 +14,12 @@ from collections.abc import Callable
 import PIL.Image
 import torch
 
+from platobench.errors import UserError
 from platobench.zoo.spec import ModelSpec
+
+
+class EncoderOutputError(UserError):
+    """An encoder returned another number of layers, or other widths, than it declares."""
 
 
 class TextEncoder(ABC):

@@ -33,9 +33,8 @@ import PIL.Image
 import torch
 
 from platobench.encoders import layer_ids_of
-from platobench.encoders.base import TextEncoder, VisionEncoder, to_output
+from platobench.encoders.base import EncoderOutputError, TextEncoder, VisionEncoder, to_output
 from platobench.errors import UserError
-from platobench.features.extract import EncoderOutputError
 from platobench.files.ids import shown
 from platobench.zoo.spec import ModelSpec
 

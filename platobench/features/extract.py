@@ -26,6 +26,7 @@ from torch.utils.data import DataLoader, Dataset
 from tqdm.auto import tqdm
 
 from platobench.encoders import layer_ids_of, load_encoder, packaged
+from platobench.encoders.base import EncoderOutputError
 from platobench.encoders.runtime import resolve_device, resolve_dtype
 from platobench.errors import UserError
 from platobench.features.slices import reuse_superset
@@ -39,10 +40,6 @@ EXTRACTOR_VERSION = "2"
 
 class NonFiniteActivations(RuntimeError):
     """A layer produced NaN/inf (e.g. fp16 overflow in an LLM)."""
-
-
-class EncoderOutputError(UserError):
-    """An encoder returned another number of layers, or other widths, than it declares."""
 
 
 class ExtractOptionError(UserError):

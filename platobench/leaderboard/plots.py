@@ -26,12 +26,12 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from platobench.encoders.support import KINDS
 from platobench.leaderboard.baselines import is_baseline
 from platobench.leaderboard.boards import Board
 from platobench.metrics import list_metrics
 from platobench.metrics.zeroshot import METRIC_ID as ZEROSHOT_METRIC
 from platobench.results import ResultRecord
+from platobench.zoo.support import KINDS
 
 MAX_SLUG_BYTES = 120
 
@@ -86,7 +86,7 @@ OTHER_MARKER = ("D", 6)  # a language kind with no declared marker (a kind this 
 
 def kind_marker(kind: str) -> tuple[str, int]:
     """The size plot's (matplotlib marker, size in points) for a language-model kind, as declared in
-    `platobench.encoders.support.KINDS`; OTHER_MARKER for any other kind."""
+    `platobench.zoo.support.KINDS`; OTHER_MARKER for any other kind."""
     declared = KINDS.get(kind)
     if declared is None or declared.marker is None:
         return OTHER_MARKER

@@ -13,16 +13,16 @@ from typing import Literal
 import pydantic
 from pydantic import ConfigDict, Field, StrictBool, StrictFloat, StrictInt, field_validator, model_validator
 
-from platobench.encoders.support import (
+from platobench.files.ids import ID_RULE, MODEL_NAME_PATTERN, shown
+from platobench.zoo.support import (
     BASELINE_SOURCES,
     LOADERS,
     MODALITY_OF_KIND,
     kind_support,
     loader_support,
 )
-from platobench.files.ids import ID_RULE, MODEL_NAME_PATTERN, shown
 
-# The Literals below list the names `platobench.encoders.support` declares (tests/test_loader_support.py
+# The Literals below list the names `platobench.zoo.support` declares (tests/test_loader_support.py
 # checks that they agree); what each loader and kind supports is read from there.
 Modality = Literal["text", "vision"]
 Kind = Literal["causal_lm", "text_encoder", "vision_vit", "vision_cnn", "clip_text", "clip_image", "text_jepa"]
