@@ -1,37 +1,4 @@
-"""Kept for old imports: result records now live in `platobench.results` (schema, reading, writing)."""
+"""Kept for old imports (`platobench.bench.results`): result records live in `platobench.results`."""
 
-from __future__ import annotations
-
-from platobench.results import (
-    SCHEMA_VERSION,
-    DatasetRef,
-    IntervalRef,
-    MetricRef,
-    ModelRef,
-    NullRef,
-    ResultRecord,
-    git_sha,
-    load_record,
-    load_records,
-    load_records_checked,
-    record_files,
-    record_path,
-    write_record,
-)
-
-__all__ = [
-    "SCHEMA_VERSION",
-    "DatasetRef",
-    "IntervalRef",
-    "MetricRef",
-    "ModelRef",
-    "NullRef",
-    "ResultRecord",
-    "git_sha",
-    "load_record",
-    "load_records",
-    "load_records_checked",
-    "record_files",
-    "record_path",
-    "write_record",
-]
+from platobench.results import *  # noqa: F403
+from platobench.results import __all__  # noqa: F401
