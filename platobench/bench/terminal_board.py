@@ -19,6 +19,7 @@ from platobench.leaderboard.baselines import board_sentence, is_baseline, verdic
 from platobench.leaderboard.ranks import tie_ranks
 from platobench.leaderboard.safe_text import one_line
 from platobench.results import ResultRecord
+from platobench.table import format_table
 
 COLUMNS = ("rank", "pair", "score", "ci", "chance", "null", "calibrated", "p", "layers", "verdict")
 
@@ -63,14 +64,6 @@ def board_rows(records: Iterable[ResultRecord]) -> dict[str, list[dict[str, Any]
     return out
 
 
-def _table(header: tuple[str, ...], rows: list[list[str]]) -> list[str]:
-    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
-    line = "  ".join(h.ljust(w) for h, w in zip(header, widths))
-    out = [line, "  ".join("-" * w for w in widths)]
-    out += ["  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows]
-    return out
-
-
 def _sections(records: list[ResultRecord]) -> list[tuple[str, list[list[str]], list[bool], list[str]]]:
     """Per setting: (title line, table cells in COLUMNS order, whether each row is a baseline, notes printed
     under the table)."""
@@ -111,7 +104,7 @@ def render(records: Iterable[ResultRecord]) -> str:
     """Plain-text tables, one per setting, each followed by its baseline sentence."""
     lines: list[str] = []
     for title, body, _, notes in _sections(list(records)):
-        lines += [title, *_table(COLUMNS, body), *notes, ""]
+        lines += [title, *format_table(COLUMNS, body, rule=True), *notes, ""]
     return "\n".join(lines)
 
 
