@@ -8,8 +8,9 @@ PYTEST_ARGS ?=
 
 install: $(STAMP)  ## venv + Python deps + Debian demo data + prepared demo weights
 
-$(STAMP): pyproject.toml requirements-demo.txt scripts/install_python.sh scripts/install_system.sh
+$(STAMP): pyproject.toml requirements-demo.txt scripts/install_python.sh scripts/install_system.sh scripts/install_npm.sh
 	bash scripts/install_system.sh
+	bash scripts/install_npm.sh
 	bash scripts/install_python.sh $(VENV)
 	$(PY) -m platobench prepare
 	touch $@

@@ -3,12 +3,15 @@
 #   openclipart-png openclipart-svg  paired image-caption demo data (openclipart-* datasets)
 #   dataset-fashion-mnist            zero-shot class demo data (fashion-mnist)
 #   tuxpaint-stamps-default          cartoon stamps with English captions, GPL-2 (tuxpaint, tuxpaint-categories)
-#   wordnet-base                     WordNet 3.0 glosses of ImageNet classes (imagenet-100 descriptions)
+#   wordnet-base                     WordNet 3.0 glosses of ImageNet classes (imagenet-100 descriptions; wordnet corpus)
+#   unicode-cldr-core                Unicode CLDR English emoji annotations (cldr-emoji corpus)
+#   sword-text-kjv                   King James Version Bible, SWORD module (kjv-web corpus)
+#   sword-text-web                   World English Bible, SWORD module (kjv-web corpus)
 #   chromium                         headless browser for the leaderboard's HTML checks
 # Runs `apt-get update` once, then installs what is missing, when run as root with apt-get present;
 # otherwise prints the one command to run. Usage: sh scripts/install_system.sh
 set -eu
-PACKAGES="openclipart-png openclipart-svg dataset-fashion-mnist tuxpaint-stamps-default wordnet-base chromium"
+PACKAGES="openclipart-png openclipart-svg dataset-fashion-mnist tuxpaint-stamps-default wordnet-base unicode-cldr-core sword-text-kjv sword-text-web chromium"
 
 missing=""
 for p in $PACKAGES; do

@@ -36,10 +36,22 @@ def check_preprocess(mode: str) -> str:
     return mode
 
 
+def check_dataset_kind(setting: Setting) -> None:
+    """UserError when the setting's dataset is a text corpus (catalogue kind "corpus": no images to pair
+    with); names the catalogue does not hold are left to the run, which reports them."""
+    from platobench.data.catalog import CATALOG
+
+    entry = CATALOG.get(setting.dataset)
+    if entry is not None and entry.info.kind == "corpus":
+        raise UserError(f"dataset {shown(setting.dataset)} is a text corpus (kind corpus, no images); a "
+                        f"{setting.kind} setting needs a paired or class dataset (`platobench data list`)")
+
+
 def check_paired(setting: Setting) -> None:
-    """A registered metric whose `validate` accepts the params; no zero-shot options."""
+    """A registered metric whose `validate` accepts the params; no zero-shot options; not a text corpus."""
     from platobench.metrics.registry import get_metric
 
+    check_dataset_kind(setting)
     metric = get_metric(setting.metric)
     try:
         metric.checked_params(setting.params)
@@ -51,9 +63,10 @@ def check_paired(setting: Setting) -> None:
 
 
 def check_zeroshot(setting: Setting) -> None:
-    """Metric `zeroshot_matching`, no paired-only field off its default, valid options."""
+    """Metric `zeroshot_matching`, no paired-only field off its default, valid options; not a text corpus."""
     from platobench.bench.zeroshot_inputs import ZeroshotOptions
 
+    check_dataset_kind(setting)
     if setting.metric != ZEROSHOT_METRIC:
         raise UserError(f"a zero-shot setting's metric must be {ZEROSHOT_METRIC!r}, got {shown(setting.metric)}")
     fields = type(setting).model_fields

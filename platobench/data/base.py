@@ -94,7 +94,7 @@ def _rgb(image: Image.Image) -> Image.Image:
 
 @dataclass(frozen=True)
 class DatasetInfo:
-    """One catalogue line: `kind` is "paired" or "class"; `source` says where the data comes from
+    """One catalogue line: `kind` is "paired", "class" or "corpus" (text only: `text_corpus.TextCorpus`); `source` says where the data comes from
     (a Debian package or a hub dataset id); `offline` is True when no network is ever needed."""
 
     name: str

@@ -12,13 +12,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from platobench.data import fashion_mnist, hub, openclipart, tuxpaint
+from platobench.data import corpora, fashion_mnist, hub, openclipart, tuxpaint
 from platobench.data.base import ClassDataset, DatasetInfo, PairedDataset
 from platobench.data.imagenet import imagenet100
 from platobench.data.templates import get_templates
+from platobench.data.text_corpus import TextCorpus
 from platobench.errors import UserError
 
-Dataset = PairedDataset | ClassDataset
+Dataset = PairedDataset | ClassDataset | TextCorpus
 
 WIT_1024 = hub.HubSpec("minhuh/prh", "wit_1024", "train", image="image", captions="text")
 COCO = hub.HubSpec(
@@ -138,6 +139,10 @@ LICENCES: dict[str, str] = {
     "tuxpaint": "GPL-2 (Tux Paint stamps)",
     "tuxpaint-categories": "GPL-2 (Tux Paint stamps)",
     "fashion-mnist": "MIT (Zalando Research)",
+    "wordnet": "WordNet 3.0 licence (Princeton University, BSD-like)",
+    "openmoji": "CC-BY-SA-4.0 (OpenMoji)",
+    "cldr-emoji": "Unicode-DFS-2016 (Unicode CLDR data files)",
+    "kjv-web": "public domain (King James Version; World English Bible)",
 }
 CATALOG: dict[str, Entry] = {
     e.info.name: e
@@ -293,6 +298,52 @@ CATALOG: dict[str, Entry] = {
                 "CINIC-10 test split (CIFAR-10 classes, ImageNet + CIFAR images)",
             ),
             _hub_classes(CINIC10, "cifar"),
+        ),
+        Entry(
+            _info(
+                "wordnet",
+                "corpus",
+                "debian:wordnet-base",
+                "installed package version",
+                True,
+                "WordNet 3.0 synsets: lemma list, definition, each example sentence (109,309 of 117,659 "
+                "in 1:3.0-37; 8,350 have < 2 views left once earlier synsets' views are removed)",
+            ),
+            corpora.wordnet,
+        ),
+        Entry(
+            _info(
+                "openmoji",
+                "corpus",
+                "npm:openmoji@17.0.0",
+                "17.0.0",
+                True,
+                "OpenMoji emoji: annotation, Unicode tags, OpenMoji tags (2,185 of 4,495; skin-tone "
+                "variants lack tags); `bash scripts/install_npm.sh` fetches it",
+            ),
+            corpora.openmoji,
+        ),
+        Entry(
+            _info(
+                "cldr-emoji",
+                "corpus",
+                "debian:unicode-cldr-core",
+                "installed package version",
+                True,
+                "Unicode CLDR English emoji/symbol annotations: name, keywords (3,380 of 4,022 in 41)",
+            ),
+            corpora.cldr_emoji,
+        ),
+        Entry(
+            _info(
+                "kjv-web",
+                "corpus",
+                "debian:sword-text-kjv+sword-text-web",
+                "installed package version",
+                True,
+                "Bible verses in both the KJV and the WEB: the two translations (30,505 of the 31,100 they share)",
+            ),
+            corpora.kjv_web,
         ),
     ]
 }

@@ -53,6 +53,8 @@ def _run(args: argparse.Namespace) -> int:
     if not specs:
         raise UserError(f"--model {args.model!r} names no model")
     dataset = get_dataset(args.dataset, limit=args.limit)
+    if not hasattr(dataset, "image"):
+        raise UserError(f"--dataset {args.dataset!r} is a text corpus; extract needs a paired or class dataset")
     note_limit(args.limit, dataset)
     store = FeatureStore()
     for spec in specs:
