@@ -149,7 +149,7 @@ def test_checkpoint_reloads_with_identical_features(trained, tmp_path):
 
 
 def test_cli_train_prints_the_json_summary(monkeypatch, tmp_path, capsys):
-    monkeypatch.setattr(commands, "_load_corpus", lambda name, limit: scene_corpus())
+    monkeypatch.setattr(commands, "load_corpus", lambda name, limit, flag: scene_corpus())
     code = cli.main(
         [
             "jepa",
@@ -186,7 +186,7 @@ def test_cli_train_prints_the_json_summary(monkeypatch, tmp_path, capsys):
     ],
 )
 def test_cli_errors_name_the_argument(monkeypatch, tmp_path, capsys, argv, message):
-    monkeypatch.setattr(commands, "_load_corpus", lambda name, limit: scene_corpus())
+    monkeypatch.setattr(commands, "load_corpus", lambda name, limit, flag: scene_corpus())
     base = [
         "jepa",
         "train",
@@ -209,7 +209,7 @@ def test_cli_errors_name_the_argument(monkeypatch, tmp_path, capsys, argv, messa
 def test_tiny_trains_on_openclipart_without_collapse(tmp_path):
     """The real offline run: tiny, good views, openclipart titles vs descriptions (needs Debian's
     openclipart-png and openclipart-svg)."""
-    corpus = commands._load_corpus("openclipart", None)
+    corpus = commands.load_corpus("openclipart", None)
     result = train(corpus, TrainConfig(size="tiny", views=parse_views("good"), steps=100, batch_size=32))
     assert result.final_loss < 0.8 * result.initial_loss
     assert result.effective_rank > 10.0  # tiny features are 128-d; a collapsed encoder sits near 1

@@ -2,8 +2,14 @@
 (two corruptions of one caption), after Balestriero & LeCun, "Proving and Improving the Platonic
 Representation Hypothesis with JEPAs" (2026).
 
-Public API: `train(corpus, config) -> TrainResult`, `export_run(...)` (checkpoint + zoo entry),
-`CaptionCorpus`, `TrainConfig`, `parse_views`, `ViewSampler`, `SIZES`, `jepa_loss`, `effective_rank`.
+Next-token prediction with the same backbone (`TrainConfig(objective="ntp")`, `platobench.jepa.ntp`) is the
+baseline the paper reads as a JEPA with bad views (prefix and continuation of one document).
+
+Public API: `train(corpus, config, progress, on_checkpoint) -> TrainResult`, `export_run(...)`
+(checkpoint + zoo entry), `CaptionCorpus`, `TrainConfig`, `parse_views`, `ViewSampler`, `SIZES`, `jepa_loss`,
+`effective_rank`. Experiments: `run_curve(corpus, CurveConfig)` (alignment against examples seen per
+recipe, with the sample-efficiency ratio), `run_scaling(corpus, ScalingConfig)` (the trained scaling law,
+predictions written before the held-out runs), `fit_law`, `Recipe`/`parse_recipes`.
 """
 
 import importlib
@@ -11,9 +17,11 @@ from typing import Any
 
 _HOMES = {
     "export_run": "export", "LossWeights": "losses", "effective_rank": "losses", "jepa_loss": "losses",
-    "SIZES": "sizes", "TextJEPA": "model", "CaptionCorpus": "train", "TrainConfig": "train", "TrainResult": "train",
-    "is_heldout": "train", "split": "train", "train": "train", "ViewMode": "views", "ViewPair": "views",
-    "ViewSampler": "views", "parse_views": "views",
+    "SIZES": "sizes", "TextJEPA": "model", "CaptionCorpus": "config", "TrainConfig": "config", "TrainResult": "config",
+    "is_heldout": "config", "split": "config", "train": "train", "ViewMode": "views", "ViewPair": "views",
+    "ViewSampler": "views", "parse_views": "views", "CurveConfig": "curve", "run_curve": "curve",
+    "ScalingConfig": "scaling", "run_scaling": "scaling", "fit_law": "scaling_law", "LawFit": "scaling_law",
+    "Recipe": "recipes", "parse_recipes": "recipes",
 }
 
 
@@ -28,6 +36,10 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "SIZES",
     "CaptionCorpus",
+    "CurveConfig",
+    "LawFit",
+    "Recipe",
+    "ScalingConfig",
     "LossWeights",
     "TextJEPA",
     "TrainConfig",
@@ -37,9 +49,13 @@ __all__ = [
     "ViewSampler",
     "effective_rank",
     "export_run",
+    "fit_law",
     "is_heldout",
     "jepa_loss",
+    "parse_recipes",
     "parse_views",
+    "run_curve",
+    "run_scaling",
     "split",
     "train",
 ]

@@ -1,9 +1,11 @@
-"""Checkpoint of a trained text JEPA: a transformers folder plus a zoo entry of kind `text_jepa`.
+"""Checkpoint of a trained text JEPA (or its next-token twin): a transformers folder plus a zoo entry.
 
-Folder layout: config.json + model.safetensors (the `BertModel` encoder; projector and predictor are
-training-only and not saved), the tokenizer files, and `platobench_jepa.json` (pooling, size, views, data,
-losses, seed: everything needed to tell two checkpoints apart). The zoo entry (`zoo_entry.yaml` beside
-them) is a one-model list in model_zoo.yaml's format: loader hf_text, pooling avg, source = the folder.
+Folder layout: config.json + model.safetensors (JEPA: the `BertModel` encoder, projector and predictor are
+training-only and not saved; NTP: the causal `BertLMHeadModel`, whose base model `AutoModel` loads), the
+tokenizer files, and `platobench_jepa.json` (pooling, objective, size, views, data, losses, seed:
+everything needed to tell two checkpoints apart). The zoo entry (`zoo_entry.yaml` beside them) is a
+one-model list in model_zoo.yaml's format: kind text_jepa / loader hf_text (JEPA) or kind causal_lm /
+loader hf_causal (NTP), pooling avg, source = the folder.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 
 import torch
 import yaml
-from transformers import AutoModel, AutoTokenizer, BertModel, PreTrainedTokenizerBase
+from transformers import AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from platobench.encoders.pooling import masked_mean
 from platobench.files.atomic import atomic_write_text
@@ -45,19 +47,27 @@ def load_tokenizer() -> PreTrainedTokenizerBase:
     return AutoTokenizer.from_pretrained(tokenizer_dir())
 
 
-def model_name(size: str, views: str, data: str, seed: int) -> str:
-    """Zoo name "text-jepa/<size>-<views>.<data>-s<seed>", e.g. text-jepa/tiny-good.openclipart-s0
-    (mix:0.5 is spelt mix0.5; characters outside the zoo's name alphabet become '-')."""
-    tag = f"{size}-{views.replace(':', '')}.{data}-s{seed}".lower()
-    return "text-jepa/" + re.sub(r"[^a-z0-9._+-]", "-", tag)
+def model_name(
+    size: str, views: str, data: str, seed: int, *, objective: str = "jepa", examples: int | None = None
+) -> str:
+    """Zoo name of a run: jepa "text-jepa/<size>-<views>.<data>-s<seed>", e.g.
+    text-jepa/tiny-good.openclipart-s0 (mix:0.5 is spelt mix0.5); ntp "text-ntp/<size>.<data>-s<seed>"
+    (`views` unused); "-n<examples>" appended for a snapshot after `examples` training examples.
+    Characters outside the zoo's name alphabet become '-'."""
+    if objective not in ("jepa", "ntp"):
+        raise ValueError(f"unknown objective {objective!r}; expected jepa or ntp")
+    head = f"{size}-{views.replace(':', '')}" if objective == "jepa" else size
+    tag = f"{head}.{data}-s{seed}" + ("" if examples is None else f"-n{examples}")
+    return f"text-{objective}/" + re.sub(r"[^a-z0-9._+-]", "-", tag.lower())
 
 
 def save_checkpoint(
-    encoder: BertModel, tokenizer: PreTrainedTokenizerBase, out_dir: Path, metadata: dict[str, Any]
+    model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, out_dir: Path, metadata: dict[str, Any]
 ) -> Path:
-    """Write the encoder (safetensors), tokenizer and `platobench_jepa.json` into `out_dir` -> `out_dir`."""
+    """Write the model (safetensors: the JEPA's `BertModel` encoder, or the NTP's `BertLMHeadModel`),
+    tokenizer and `platobench_jepa.json` into `out_dir` -> `out_dir`."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    encoder.save_pretrained(out_dir, safe_serialization=True)
+    model.save_pretrained(out_dir, safe_serialization=True)
     tokenizer.save_pretrained(out_dir)
     record = {"format_version": METADATA_VERSION, **metadata}
     atomic_write_text(out_dir / METADATA_FILE, json.dumps(record, indent=2, sort_keys=True) + "\n")
@@ -65,14 +75,23 @@ def save_checkpoint(
 
 
 def zoo_spec(
-    name: str, checkpoint: Path, *, num_layers: int, width: int, params: int, notes: str
+    name: str,
+    checkpoint: Path,
+    *,
+    num_layers: int,
+    width: int,
+    params: int,
+    notes: str,
+    objective: str = "jepa",
 ) -> ModelSpec:
-    """The validated zoo entry of a checkpoint folder: kind text_jepa, loader hf_text, pooling avg."""
+    """The validated zoo entry of a checkpoint folder, pooling avg: jepa -> kind text_jepa, loader hf_text;
+    ntp -> kind causal_lm, loader hf_causal (left padding, position ids from the mask)."""
+    kind, loader = ("causal_lm", "hf_causal") if objective == "ntp" else ("text_jepa", "hf_text")
     return ModelSpec(
         name=name,
         modality="text",
-        kind="text_jepa",
-        loader="hf_text",
+        kind=kind,
+        loader=loader,
         source=str(checkpoint.resolve()),
         pooling="avg",
         num_layers=num_layers,

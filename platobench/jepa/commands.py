@@ -1,4 +1,5 @@
-"""`platobench jepa train`: train a text JEPA on good, bad or mixed views; write a checkpoint + zoo entry.
+"""`platobench jepa train`: train a text JEPA on good, bad or mixed views (or, with --objective ntp, the same
+backbone by next-token prediction); write a checkpoint + zoo entry.
 `platobench jepa compare`: good versus bad views over seeds, scored against a vision model next to LLMs."""
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from typing import Any
 from platobench import paths
 from platobench.cli_options import add_device_option, add_json_option
 from platobench.errors import UserError
+from platobench.jepa import curve_commands, scaling_commands
+from platobench.jepa.experiment_options import load_corpus
 from platobench.jepa.sizes import SIZES
 from platobench.jepa.views import parse_views
 
@@ -39,16 +42,26 @@ def register(subparsers: Any) -> None:
             "fixed held-out split (by sample-id hash) that have two distinct captions; prints the held-out "
             "loss and the effective rank of the features (Roy & Vetterli 2007) as it goes. Writes OUT/ "
             "(config.json, model.safetensors, tokenizer, platobench_jepa.json) and OUT/zoo_entry.yaml "
-            "(kind text_jepa; use it with --zoo OUT/zoo_entry.yaml). bf16 on GPUs; launch with "
+            "(kind text_jepa; use it with --zoo OUT/zoo_entry.yaml). With --objective ntp the same backbone "
+            "(causal attention, an LM head) learns next-token prediction on documents made of each sample's "
+            "captions, which the JEPA paper reads as a JEPA with bad views (prefix and continuation); its "
+            "entry is a causal_lm for the hf_causal loader. bf16 on GPUs; launch with "
             "`accelerate launch -m platobench jepa train ...` for several GPUs."
         ),
     )
     tr.add_argument(
+        "--objective",
+        choices=["jepa", "ntp"],
+        default="jepa",
+        help="jepa: view pairs, VICReg loss (default); ntp: next-token prediction with causal attention on "
+        "documents of a sample's captions joined in a random order (2 x the views' token budget)",
+    )
+    tr.add_argument(
         "--views",
-        required=True,
+        default=None,
         metavar="good|bad|mix:P",
-        help="good: two different captions of one image; bad: two random span+mask corruptions of "
-        "one caption; mix:P: a share P of good pairs",
+        help="JEPA pairs (default good): good: two different captions of one image; bad: two random "
+        "span+mask corruptions of one caption; mix:P: a share P of good pairs. Not for --objective ntp",
     )
     data = tr.add_mutually_exclusive_group(required=True)  # --data: former spelling, accepted but not shown
     data.add_argument("--dataset", dest="data", metavar="DATASET",
@@ -66,12 +79,21 @@ def register(subparsers: Any) -> None:
     tr.add_argument(
         "--seed", type=int, default=0, help="seed of initialisation, pair sampling and dropout (default 0)"
     )
-    tr.add_argument("--batch-size", type=int, default=64, help="pairs per step per process (default 64)")
+    tr.add_argument(
+        "--batch-size", type=int, default=64, help="pairs (ntp: documents) per step per process (default 64)"
+    )
     tr.add_argument(
         "--lr",
         type=float,
         default=None,
         help="peak AdamW learning rate (default by size: tiny 1e-3, 33m 5e-4, 109m 3e-4)",
+    )
+    tr.add_argument(
+        "--schedule",
+        choices=["cosine", "constant"],
+        default="cosine",
+        help="after a linear warm-up (10%% of the steps): cosine decay to 0 (default), or a constant "
+        "learning rate (a run's early part then matches a shorter run, as learning curves need)",
     )
     tr.add_argument(
         "--predictor",
@@ -85,7 +107,11 @@ def register(subparsers: Any) -> None:
         help="share of samples held out (chosen by sample-id hash; default 0.2)",
     )
     tr.add_argument("--limit", type=int, default=None, help="use the first N samples of the dataset")
-    tr.add_argument("--name", default=None, help="zoo name (default text-jepa/<size>-<views>.<data>-s<seed>)")
+    tr.add_argument(
+        "--name",
+        default=None,
+        help="zoo name (default text-jepa/<size>-<views>.<data>-s<seed>; ntp: text-ntp/<size>.<data>-s<seed>)",
+    )
     tr.add_argument(
         "--out",
         type=Path,
@@ -95,18 +121,8 @@ def register(subparsers: Any) -> None:
     add_json_option(tr, what="the training summary (initial_loss, final_loss, effective_rank, checkpoint, zoo_entry, ...)")
     tr.set_defaults(func=_train)
     _register_compare(sub)
-
-
-def _load_corpus(name: str, limit: int | None) -> Any:
-    from platobench.data import get_dataset
-    from platobench.jepa.train import CaptionCorpus
-
-    dataset = get_dataset(name, limit=limit)
-    if not hasattr(dataset, "caption_views"):
-        raise UserError(
-            f"--dataset {name!r} is a class dataset; the JEPA trains on a paired (image-caption) dataset"
-        )
-    return CaptionCorpus.from_dataset(dataset)
+    curve_commands.register(sub)
+    scaling_commands.register(sub)
 
 
 def _check_args(args: argparse.Namespace) -> None:
@@ -128,12 +144,19 @@ def _train(args: argparse.Namespace) -> int:
     from platobench.jepa.export import export_run
     from platobench.jepa.train import TrainConfig, train
 
-    views = parse_views(args.views)
+    if args.objective == "ntp":
+        if args.views not in (None, "good"):
+            raise UserError(f"--views {args.views}: --views applies to --objective jepa only")
+        if args.predictor:
+            raise UserError("--predictor applies to --objective jepa only")
+    views = parse_views(args.views or "good")
     _check_args(args)
-    corpus = _load_corpus(args.data, args.limit)
+    corpus = load_corpus(args.data, args.limit, flag="--dataset")
     config = TrainConfig(
         size=args.size,
         views=views,
+        objective=args.objective,
+        schedule=args.schedule,
         steps=args.steps,
         seed=args.seed,
         batch_size=args.batch_size,
@@ -143,10 +166,14 @@ def _train(args: argparse.Namespace) -> int:
     )
 
     def progress(line: dict[str, float]) -> None:
+        parts = (
+            f"(inv {line['invariance']:.4f} var {line['variance']:.4f} cov {line['covariance']:.4f})  "
+            if "invariance" in line
+            else ""
+        )
         print(
-            f"step {line['step']:>6}/{config.steps}  loss {line['loss']:.4f}  (inv {line['invariance']:.4f} "
-            f"var {line['variance']:.4f} cov {line['covariance']:.4f})  held-out loss {line['heldout_loss']:.4f}  "
-            f"effective rank {line['effective_rank']:.1f}",
+            f"step {line['step']:>6}/{config.steps}  loss {line['loss']:.4f}  {parts}held-out loss "
+            f"{line['heldout_loss']:.4f}  effective rank {line['effective_rank']:.1f}",
             file=sys.stderr if args.json else sys.stdout,
             flush=True,
         )
@@ -163,7 +190,8 @@ def _train(args: argparse.Namespace) -> int:
     else:
         print(
             f"loss {summary['initial_loss']:.4f} -> {summary['final_loss']:.4f} (held-out); effective rank "
-            f"{summary['effective_rank']:.1f}; {summary['samples_per_s']:.1f} pairs/s"
+            f"{summary['effective_rank']:.1f}; {summary['samples_per_s']:.1f} "
+            f"{'documents' if args.objective == 'ntp' else 'pairs'}/s"
         )
         print(f"checkpoint: {summary['checkpoint']}\nzoo entry:  {summary['zoo_entry']}")
     return 0
@@ -234,8 +262,8 @@ def _load_dataset(name: str, limit: int | None):
     from platobench.data import get_dataset
 
     dataset = get_dataset(name, limit=limit)
-    if not hasattr(dataset, "caption_views"):
-        raise UserError(f"--dataset {name!r} is a class dataset; compare needs a paired (image-caption) dataset")
+    if not hasattr(dataset, "image") or not hasattr(dataset, "caption_views"):
+        raise UserError(f"--dataset {name!r} is not a paired dataset; compare needs image-caption pairs")
     return dataset
 
 

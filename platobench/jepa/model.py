@@ -18,8 +18,17 @@ from platobench.encoders.pooling import masked_mean
 from platobench.jepa.sizes import SIZES, SizeConfig  # noqa: F401  (re-exported)
 
 
-def bert_config(size: str, vocab_size: int, pad_token_id: int) -> BertConfig:
-    """transformers `BertConfig` of size `size` (a key of SIZES) for a tokenizer of `vocab_size` tokens."""
+def bert_config(
+    size: str,
+    vocab_size: int,
+    pad_token_id: int,
+    *,
+    max_position_embeddings: int | None = None,
+    is_decoder: bool = False,
+) -> BertConfig:
+    """transformers `BertConfig` of size `size` (a key of SIZES) for a tokenizer of `vocab_size` tokens.
+    max_position_embeddings: position table size (default the size's `max_tokens`); is_decoder: causal
+    self-attention (BERT as a left-to-right language model)."""
     if size not in SIZES:
         raise ValueError(f"unknown size {size!r}; expected one of {', '.join(SIZES)}")
     geometry = SIZES[size]
@@ -29,8 +38,9 @@ def bert_config(size: str, vocab_size: int, pad_token_id: int) -> BertConfig:
         num_hidden_layers=geometry.layers,
         num_attention_heads=geometry.heads,
         intermediate_size=geometry.intermediate,
-        max_position_embeddings=geometry.max_tokens,
+        max_position_embeddings=max_position_embeddings or geometry.max_tokens,
         pad_token_id=pad_token_id,
+        is_decoder=is_decoder,
     )
 
 

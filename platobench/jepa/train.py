@@ -1,158 +1,104 @@
-"""Training loop of the text JEPA (view prediction + VICReg variance/covariance), through accelerate.
+"""Training loop shared by the text JEPA and its next-token-prediction twin, through accelerate.
 
-`train(corpus, config)` trains on the samples outside the held-out split and measures, on a fixed set of
-held-out pairs, the loss before and after training (`initial_loss`, `final_loss`) and the effective rank of
-the exported features (collapse diagnostic). One `accelerate.Accelerator` wraps the loop: CPU, one GPU or
+`train(corpus, config)` builds the objective `config.objective` names (`JepaObjective`: view pairs, VICReg;
+`NtpObjective`: caption documents, causal LM loss), trains on the samples outside the held-out split and
+measures, on fixed held-out pairs or documents, the loss before and during training and the effective rank
+of the exported features (collapse diagnostic). One `accelerate.Accelerator` wraps the loop: CPU, one GPU or
 several (each process takes its slice of a global batch), with bf16 autocast on GPUs that support it.
-With the same seed, a CPU run is reproducible bit for bit.
+With the same seed, a CPU run is reproducible bit for bit, with or without checkpoint callbacks.
 """
 
 from __future__ import annotations
 
-import hashlib
+import math
+import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import torch
 from accelerate import Accelerator
 from accelerate.utils import set_seed
-from transformers import PreTrainedTokenizerBase, get_cosine_schedule_with_warmup
+from transformers import get_constant_schedule_with_warmup, get_cosine_schedule_with_warmup
 
 from platobench.jepa.checkpoint import load_tokenizer
-from platobench.jepa.losses import LossWeights, effective_rank, jepa_loss
-from platobench.jepa.model import SIZES, TextJEPA, bert_config
-from platobench.jepa.views import ViewMode, ViewPair, ViewSampler, distinct_captions
+from platobench.jepa.config import CaptionCorpus, TrainConfig, TrainResult, is_heldout, split
+from platobench.jepa.model import SIZES
+from platobench.jepa.ntp import NtpObjective
+from platobench.jepa.objective import JepaObjective, Objective
+
+OBJECTIVES = {"jepa": JepaObjective, "ntp": NtpObjective}
+SCHEDULES = ("cosine", "constant")
+
+__all__ = ["OBJECTIVES", "CaptionCorpus", "TrainConfig", "TrainResult", "is_heldout", "split", "train"]
 
 
-@dataclass(frozen=True)
-class CaptionCorpus:
-    """Captions of a paired dataset: `views[i]` lists every caption of sample `ids[i]`."""
-
-    name: str
-    revision: str
-    fingerprint: str
-    ids: list[str]
-    views: list[list[str]]
-
-    @classmethod
-    def from_dataset(cls, dataset) -> CaptionCorpus:  # a platobench.data.PairedDataset
-        """Copy the captions of a `PairedDataset` (anything with name, revision, fingerprint, ids,
-        caption_views(i))."""
-        views = [dataset.caption_views(i) for i in range(len(dataset.ids))]
-        return cls(dataset.name, dataset.revision, dataset.fingerprint, list(dataset.ids), views)
+def _check_config(config: TrainConfig) -> None:
+    if config.size not in SIZES:
+        raise ValueError(f"unknown size {config.size!r}; expected one of {', '.join(SIZES)}")
+    if config.objective not in OBJECTIVES:
+        raise ValueError(f"unknown objective {config.objective!r}; expected one of {', '.join(OBJECTIVES)}")
+    if config.schedule not in SCHEDULES:
+        raise ValueError(f"unknown schedule {config.schedule!r}; expected one of {', '.join(SCHEDULES)}")
+    if config.objective == "ntp" and config.predictor:
+        raise ValueError("a predictor head applies to the jepa objective only, not ntp")
 
 
-def is_heldout(sample_id: str, fraction: float) -> bool:
-    """Whether `sample_id` is in the held-out split: sha256(id) read as a number in [0, 1) is below
-    `fraction`. Depends on the id alone (not on seed or order), so every run and `compare` holds out the
-    same samples of a dataset."""
-    digest = hashlib.sha256(sample_id.encode("utf-8")).digest()
-    return int.from_bytes(digest[:8], "big") / 2**64 < fraction
+def checkpoint_steps(counts: tuple[int, ...], steps: int, global_batch: int) -> dict[int, list[int]]:
+    """{step: the example counts it reaches first}: count c is due after step ceil(c / global_batch);
+    count 0 is "step 0", the model at initialisation, before any update. Raises ValueError for a
+    negative count or one beyond `steps * global_batch`."""
+    due: dict[int, list[int]] = {}
+    for count in sorted(set(counts)):
+        if not 0 <= count <= steps * global_batch:
+            raise ValueError(
+                f"checkpoint at {count} examples: expected 0 to {steps * global_batch} "
+                f"({steps} steps x {global_batch} examples per step)"
+            )
+        due.setdefault(math.ceil(count / global_batch), []).append(count)
+    return due
 
 
-def split(corpus: CaptionCorpus, heldout_fraction: float) -> tuple[list[int], list[int]]:
-    """(train, held-out) indices of the samples with at least two distinct captions (the only ones that
-    give good views; bad-view runs use the same samples so the two differ in their views only)."""
-    eligible = [i for i, views in enumerate(corpus.views) if len(distinct_captions(views)) >= 2]
-    train = [i for i in eligible if not is_heldout(corpus.ids[i], heldout_fraction)]
-    heldout = [i for i in eligible if is_heldout(corpus.ids[i], heldout_fraction)]
-    return train, heldout
+def _schedule(optimizer: torch.optim.Optimizer, config: TrainConfig) -> torch.optim.lr_scheduler.LambdaLR:
+    """Linear warm-up over `warmup_fraction` of the steps, then cosine decay to 0 or a constant LR."""
+    warmup = int(config.warmup_fraction * config.steps)
+    if config.schedule == "constant":
+        return get_constant_schedule_with_warmup(optimizer, warmup)
+    return get_cosine_schedule_with_warmup(optimizer, warmup, config.steps)
 
 
-@dataclass(frozen=True)
-class TrainConfig:
-    """Hyper-parameters. weights: VICReg coefficients; predictor: add a predictor head (JEPA form);
-    batch_size: pairs per process per step; lr: peak learning rate (None: the size's default);
-    max_tokens: truncation length (None: the size's maximum);
-    eval_pairs: held-out pairs measured before/after training; log_every: steps between progress lines
-    (0: steps // 10)."""
-
-    size: str = "tiny"
-    views: ViewMode = field(default_factory=lambda: ViewMode("good", 1.0))
-    steps: int = 300
-    seed: int = 0
-    batch_size: int = 64
-    lr: float | None = None
-    weight_decay: float = 0.05
-    warmup_fraction: float = 0.1
-    weights: LossWeights = field(default_factory=LossWeights)
-    predictor: bool = False
-    heldout_fraction: float = 0.2
-    eval_pairs: int = 256
-    max_tokens: int | None = None
-    log_every: int = 0
-
-
-@dataclass
-class TrainResult:
-    """What a run produced. Losses are on the fixed held-out pairs (eval mode); effective ranks are of the
-    exported features of the held-out samples' first captions; `history` has one dict per progress line."""
-
-    model: TextJEPA
-    tokenizer: PreTrainedTokenizerBase
-    initial_loss: float
-    final_loss: float
-    initial_effective_rank: float
-    effective_rank: float
-    train_samples: int
-    heldout_samples: int
-    heldout_ids: list[str]
-    samples_per_s: float  # training pairs per second (all processes), held-out evaluations excluded
-    is_main_process: bool = True  # False on the other processes of a multi-GPU run (which must not export)
-    history: list[dict[str, float]] = field(default_factory=list)
-
-
-def _tokenize(tokenizer: PreTrainedTokenizerBase, texts: list[str], max_tokens: int, device) -> dict:
-    batch = tokenizer(texts, padding=True, truncation=True, max_length=max_tokens, return_tensors="pt")
-    return {"input_ids": batch["input_ids"].to(device), "attention_mask": batch["attention_mask"].to(device)}
-
-
-class _Evaluator:
-    """Fixed held-out pairs and captions; measures loss and effective rank of an unwrapped model."""
-
-    def __init__(
-        self, corpus: CaptionCorpus, heldout: list[int], config: TrainConfig, tokenizer, max_tokens, device
-    ):
-        views = [corpus.views[i] for i in heldout]
-        sampler = ViewSampler(views, config.views, seed=config.seed, mask_token=tokenizer.mask_token)
-        pairs = [sampler.pair(i) for i in range(min(config.eval_pairs, len(heldout)))]
-        self.pairs_batch = _tokenize(
-            tokenizer, [p.a for p in pairs] + [p.b for p in pairs], max_tokens, device
-        )
-        self.captions_batch = _tokenize(
-            tokenizer, [distinct_captions(v)[0] for v in views], max_tokens, device
-        )
-        self.config = config
-
-    @torch.no_grad()
-    def __call__(self, model: TextJEPA) -> tuple[float, float, float]:
-        """(held-out loss, effective rank of the exported features, effective rank of their projections)
-        of `model`, in eval mode."""
-        was_training = model.training
+def _call_preserving_state(
+    model: torch.nn.Module, device: torch.device, callback: Callable[[TrainResult], None], snapshot: TrainResult
+) -> None:
+    """Call `callback(snapshot)` with `model` in eval mode, then restore its mode and the torch and Python
+    RNG states, so a callback cannot change what training does next."""
+    was_training, python_state = model.training, random.getstate()
+    devices = [device] if device.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices):
         model.eval()
-        z_a, z_b, p_a, p_b = model(**self.pairs_batch)
-        loss = jepa_loss(z_a, z_b, p_a, p_b, self.config.weights)
-        features = model.embed(**self.captions_batch)
-        ranks = effective_rank(features), effective_rank(model.projector(features))
-        model.train(was_training)
-        return float(loss.total), *ranks
+        try:
+            callback(snapshot)
+        finally:
+            model.train(was_training)
+            random.setstate(python_state)
 
 
 def train(
     corpus: CaptionCorpus,
     config: TrainConfig,
     progress: Callable[[dict[str, float]], None] | None = None,
+    on_checkpoint: Callable[[TrainResult], None] | None = None,
 ) -> TrainResult:
-    """Train a text JEPA of `config.size` on `corpus` with `config.views` pairs for `config.steps` steps.
+    """Train a model of `config.size` on `corpus` by `config.objective` for `config.steps` steps.
 
-    AdamW with linear warm-up then cosine decay, gradient norm clipped at 1. `progress` receives, on the
-    main process every `log_every` steps, {step, loss, invariance, variance, covariance (train means since
-    the last line), heldout_loss, effective_rank, projection_effective_rank}. Raises ValueError when the
-    corpus has too few usable samples.
+    AdamW with linear warm-up then cosine decay (or a constant LR), gradient norm clipped at 1. `progress`
+    receives, on the main process every `log_every` steps, {step, loss (train mean since the last line),
+    the objective's loss parts (jepa: invariance, variance, covariance), heldout_loss, effective_rank
+    (jepa also projection_effective_rank)}. `on_checkpoint` receives, on the main process, a snapshot
+    `TrainResult` after the first step whose examples seen (step * global batch) reach each count of
+    `config.checkpoints` (once per count; the live model, in eval mode during the call). Raises ValueError
+    when the corpus has too few usable samples or a checkpoint count lies beyond the run.
     """
-    if config.size not in SIZES:
-        raise ValueError(f"unknown size {config.size!r}; expected one of {', '.join(SIZES)}")
+    _check_config(config)
     use_bf16 = torch.cuda.is_available() and torch.cuda.is_bf16_supported()
     accelerator = Accelerator(mixed_precision="bf16" if use_bf16 else "no", cpu=not torch.cuda.is_available())
     set_seed(config.seed)
@@ -163,88 +109,80 @@ def train(
             f"{corpus.name}: {len(train_idx)} training and {len(heldout_idx)} held-out samples have two distinct "
             f"captions; need at least {global_batch} (the global batch) and 2"
         )
+    due = checkpoint_steps(config.checkpoints, config.steps, global_batch)
     tokenizer = load_tokenizer()
     max_tokens = config.max_tokens or SIZES[config.size].max_tokens
-    model = TextJEPA(
-        bert_config(config.size, len(tokenizer), tokenizer.pad_token_id),
-        projection=SIZES[config.size].projection,
-        predictor=config.predictor,
+    objective: Objective = OBJECTIVES[config.objective](
+        corpus, train_idx, heldout_idx, config, tokenizer, max_tokens, accelerator.device
     )
-    evaluate = _Evaluator(corpus, heldout_idx, config, tokenizer, max_tokens, accelerator.device)
+    model = objective.model
     trainable = [p for p in model.parameters() if p.requires_grad]
     lr = config.lr or SIZES[config.size].lr
     optimizer = torch.optim.AdamW(trainable, lr=lr, weight_decay=config.weight_decay, fused=True)
-    schedule = get_cosine_schedule_with_warmup(
-        optimizer, int(config.warmup_fraction * config.steps), config.steps
-    )
+    schedule = _schedule(optimizer, config)
     model, optimizer = accelerator.prepare(model, optimizer)
-    unwrapped: TextJEPA = accelerator.unwrap_model(model)
-    initial_loss, initial_rank, _ = evaluate(unwrapped)
+    unwrapped = accelerator.unwrap_model(model)
+    initial = objective.evaluate(unwrapped)
 
-    sampler = ViewSampler(
-        [corpus.views[i] for i in train_idx], config.views, config.seed, tokenizer.mask_token
-    )
-    batches = sampler.batches(global_batch)
+    def result(measured: dict[str, float], step: int, train_seconds: float) -> TrainResult:
+        return TrainResult(
+            model=unwrapped,
+            tokenizer=tokenizer,
+            initial_loss=initial["heldout_loss"],
+            final_loss=measured["heldout_loss"],
+            initial_effective_rank=initial["effective_rank"],
+            effective_rank=measured["effective_rank"],
+            train_samples=len(train_idx),
+            heldout_samples=len(heldout_idx),
+            heldout_ids=[corpus.ids[i] for i in heldout_idx],
+            samples_per_s=step * global_batch / train_seconds,
+            is_main_process=accelerator.is_main_process,
+            history=list(history),
+            examples_seen=step * global_batch,
+            objective=config.objective,
+        )
+
+    batches = objective.batches(global_batch)
     rank, size = accelerator.process_index, config.batch_size
     log_every = config.log_every or max(1, config.steps // 10)
     history: list[dict[str, float]] = []
-    sums = torch.zeros(4)
+    sums: torch.Tensor | None = None
     eval_seconds = 0.0
+    if 0 in due and on_checkpoint is not None and accelerator.is_main_process:
+        _call_preserving_state(unwrapped, accelerator.device, on_checkpoint, result(initial, 0, 1.0))
     start = time.perf_counter()
     for step in range(1, config.steps + 1):
-        pairs: list[ViewPair] = next(batches)[rank * size : (rank + 1) * size]
-        batch = _tokenize(
-            tokenizer, [p.a for p in pairs] + [p.b for p in pairs], max_tokens, accelerator.device
-        )
+        inputs = objective.batch(next(batches)[rank * size : (rank + 1) * size], accelerator.device)
         with accelerator.autocast():
-            z_a, z_b, p_a, p_b = model(**batch)
-            parts = jepa_loss(z_a, z_b, p_a, p_b, config.weights)
-        accelerator.backward(parts.total)
+            total, parts = objective.loss(model, inputs)
+        accelerator.backward(total)
         accelerator.clip_grad_norm_(trainable, 1.0)
         optimizer.step()
         schedule.step()
         optimizer.zero_grad(set_to_none=True)
-        sums += (
-            torch.stack([parts.total, parts.invariance, parts.variance, parts.covariance])
-            .detach()
-            .float()
-            .cpu()
-        )
+        stacked = torch.stack([total, *parts.values()]).detach().float().cpu()
+        sums = stacked if sums is None else sums + stacked
+        eval_start = time.perf_counter()
+        measured = None
         if step % log_every == 0 or step == config.steps:
             n = step - (history[-1]["step"] if history else 0)
-            loss, invariance, variance, covariance = (sums / n).tolist()
-            sums.zero_()
-            eval_start = time.perf_counter()
-            heldout_loss, erank, projection_erank = (
-                evaluate(unwrapped) if accelerator.is_main_process else (float("nan"),) * 3
+            means = (sums / n).tolist()
+            sums = None
+            measured = (
+                objective.evaluate(unwrapped)
+                if accelerator.is_main_process
+                else dict.fromkeys(initial, float("nan"))
             )
-            eval_seconds += time.perf_counter() - eval_start
-            line = {
-                "step": step,
-                "loss": loss,
-                "invariance": invariance,
-                "variance": variance,
-                "covariance": covariance,
-                "heldout_loss": heldout_loss,
-                "effective_rank": erank,
-                "projection_effective_rank": projection_erank,
-            }
+            line = {"step": step, "loss": means[0], **dict(zip(parts, means[1:])), **measured}
             history.append(line)
             if progress is not None and accelerator.is_main_process:
                 progress(line)
+        if step in due and on_checkpoint is not None and accelerator.is_main_process:
+            snapshot = result(
+                measured or objective.evaluate(unwrapped), step, eval_start - start - eval_seconds
+            )
+            for _ in due[step]:
+                _call_preserving_state(unwrapped, accelerator.device, on_checkpoint, snapshot)
+        eval_seconds += time.perf_counter() - eval_start
     train_seconds = time.perf_counter() - start - eval_seconds
-    final_loss, final_rank = history[-1]["heldout_loss"], history[-1]["effective_rank"]
-    return TrainResult(
-        model=unwrapped,
-        tokenizer=tokenizer,
-        initial_loss=initial_loss,
-        final_loss=final_loss,
-        initial_effective_rank=initial_rank,
-        effective_rank=final_rank,
-        train_samples=len(train_idx),
-        heldout_samples=len(heldout_idx),
-        heldout_ids=[corpus.ids[i] for i in heldout_idx],
-        samples_per_s=config.steps * global_batch / train_seconds,
-        is_main_process=accelerator.is_main_process,
-        history=history,
-    )
+    return result(history[-1], config.steps, train_seconds)

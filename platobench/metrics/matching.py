@@ -201,7 +201,10 @@ def blind_match(
 
 def _solve_faq(A: np.ndarray, B: np.ndarray, seed: int, restarts: int) -> list[np.ndarray]:
     """FAQ from the barycenter, then from `restarts` seeded randomized starts."""
-    results = [quadratic_assignment(A, B, method="faq", options={"maximize": True, "P0": "barycenter"})]
+    # the barycenter start draws nothing; its own generator keeps scipy off NumPy's global RNG (which
+    # accelerate's set_seed seeds, and scipy >= 1.17 warns about)
+    barycenter = {"maximize": True, "P0": "barycenter", "rng": np.random.default_rng(seed)}
+    results = [quadratic_assignment(A, B, method="faq", options=barycenter)]
     for r in range(restarts):
         rng = np.random.default_rng([seed, r])
         options = {"maximize": True, "P0": "randomized", "rng": rng}

@@ -1,0 +1,96 @@
+"""Command-line options shared by `jepa curve` and `jepa scaling`, and their checking."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from platobench.cli_options import add_device_option, add_json_option
+from platobench.errors import UserError
+from platobench.jepa.sizes import SIZES
+
+
+def add_training_options(p: argparse.ArgumentParser, *, out: str, examples: str) -> None:
+    """--corpus, --limit, --size, --batch-size, --lr, --heldout, --examples, --eval-limit, --quick, --out,
+    --device, --json and the catalogue options (--settings-file, --zoo, --trust-remote-code)."""
+    from platobench.bench.run_command import add_catalog_options
+
+    p.add_argument("--corpus", required=True, metavar="DATASET",
+                   help="training texts: a corpus or paired dataset whose items have >= 2 views (e.g. wordnet, "
+                        "openmoji, cldr-emoji, kjv-web, openclipart-desc; see `platobench data list`)")
+    p.add_argument("--limit", type=int, default=None, help="train on the first N items of the corpus")
+    p.add_argument("--size", choices=list(SIZES), default="tiny", help="encoder size (default tiny)")
+    p.add_argument("--batch-size", type=int, default=64, help="examples per step (default 64)")
+    p.add_argument("--lr", type=float, default=None, help="peak learning rate (default by size)")
+    p.add_argument("--heldout", type=float, default=0.2,
+                   help="share of corpus items never trained on, by item-id hash (default 0.2)")
+    p.add_argument("--examples", default=None, metavar="FIRST:LAST:COUNT",
+                   help=f"snapshot after COUNT log-spaced example counts from FIRST to LAST (default {examples})")
+    p.add_argument("--eval-limit", type=int, default=None,
+                   help="score on the first N samples of each setting's data (a quick test; default all)")
+    p.add_argument("--quick", action="store_true",
+                   help="a CI-sized run: 2,000 corpus items, tiny example counts, 128 evaluation samples; "
+                        "its numbers test the wiring, not the claim")
+    p.add_argument("--out", type=Path, default=Path(out), help=f"results folder (default {out})")
+    add_device_option(p, used_for="extraction (training picks its own)")
+    add_json_option(p, what="the summary")
+    add_catalog_options(p)
+
+
+def parse_examples(text: str, batch_size: int) -> list[int]:
+    """FIRST:LAST:COUNT -> the log-spaced example counts (multiples of the batch)."""
+    from platobench.jepa.recipes import log_spaced
+
+    parts = text.split(":")
+    try:
+        first, last, count = (int(x) for x in parts)
+    except ValueError:
+        raise UserError(f"--examples {text!r}: expected FIRST:LAST:COUNT, three integers") from None
+    if first < batch_size:
+        raise UserError(f"--examples {text!r}: FIRST must be at least the batch size ({batch_size})")
+    return log_spaced(first, last, count, batch_size)
+
+
+def check_common(args: argparse.Namespace) -> None:
+    """UserError for out-of-range numbers among the shared options."""
+    if args.batch_size < 2:
+        raise UserError(f"--batch-size {args.batch_size}: expected at least 2")
+    if args.lr is not None and not args.lr > 0:
+        raise UserError(f"--lr {args.lr}: expected a positive learning rate")
+    if not 0 < args.heldout < 1:
+        raise UserError(f"--heldout {args.heldout}: expected a share strictly between 0 and 1")
+    for flag, value in (("--limit", args.limit), ("--eval-limit", args.eval_limit)):
+        if value is not None and value < 1:
+            raise UserError(f"{flag} {value}: expected a positive count")
+
+
+def load_corpus(name: str, limit: int | None, *, flag: str = "--corpus") -> Any:
+    """The `CaptionCorpus` of corpus or paired dataset `name` (UserError naming `flag` for a class dataset)."""
+    from platobench.data import get_dataset
+    from platobench.jepa.train import CaptionCorpus
+
+    dataset = get_dataset(name, limit=limit)
+    if not hasattr(dataset, "caption_views"):
+        raise UserError(f"{flag} {name!r} is a class dataset; training needs a text corpus or a paired dataset "
+                        "whose items have two or more views (`platobench data list`)")
+    return CaptionCorpus.from_dataset(dataset)
+
+
+def vision_models(zoo: Any, names: str) -> list[Any]:
+    """The vision specs of a comma-separated `--vision` list (UserError for a text model)."""
+    specs = zoo.resolve(names)
+    wrong = [s.name for s in specs if s.modality != "vision"]
+    if wrong or not specs:
+        raise UserError(f"--vision: {', '.join(wrong) or names!r} are not vision models of the zoo")
+    return specs
+
+
+def logger(as_json: bool):
+    """Progress lines to stdout, or to stderr when stdout carries JSON."""
+
+    def log(line: str) -> None:
+        print(line, file=sys.stderr if as_json else sys.stdout, flush=True)
+
+    return log

@@ -1,0 +1,120 @@
+"""`platobench jepa curve` and `jepa scaling` end to end (--quick: real corpus, real vision model, tiny
+encoders) and their refusals of bad input. The slow tests assert the pipeline's outputs, never the size of
+an effect: at --quick sizes the numbers test the wiring, not the claim."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from platobench import cli
+from platobench.bench.settings import Catalog
+from platobench.errors import UserError
+from platobench.jepa.curve import SETTING_PREFIX, check_no_overlap
+from platobench.jepa.snapshot_scoring import experiment_setting
+from platobench.jepa.train import CaptionCorpus
+from platobench.results import load_records
+
+VISION = "demo/dinov2-s-imgfocus"
+
+
+def _fails(capsys, argv: list[str], message: str) -> None:
+    assert cli.main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--objectives", "jepa-good,gpt"], "--objectives"),
+        (["--examples", "10:5:3"], "--examples"),
+        (["--examples", "8:512:3"], "at least the batch size"),
+        (["--level", "best"], "--level"),
+        (["--seeds", "0"], "--seeds 0"),
+        (["--heldout", "1.5"], "--heldout"),
+        (["--vision", "demo/minilm-l6"], "not vision models"),
+    ],
+)
+def test_curve_refuses_bad_options(capsys, extra, message):
+    argv = ["jepa", "curve", "--corpus", "wordnet", "--vision", VISION, *extra]
+    _fails(capsys, argv, message)
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--grid", "0,1"], "--grid"),
+        (["--grid", "0,1/1"], "must be new"),
+        (["--grid", "0.5/0.2", "--examples", "64:1024:4"], ">= 2 fit shares"),
+        (["--seeds", "3,3"], "different seed"),
+        (["--setting", "zs-tuxpaint"], "paired setting"),
+    ],
+)
+def test_scaling_refuses_bad_options(capsys, extra, message):
+    argv = ["jepa", "scaling", "--corpus", "openmoji", "--vision", VISION, "--limit", "300", "--eval-limit", "32",
+            *extra]
+    _fails(capsys, argv, message)
+
+
+def test_experiment_settings_drop_the_null_but_keep_the_protocol():
+    mknn, zs = Catalog().resolve_settings("demo-mknn,zs-tuxpaint")
+    copy = experiment_setting(mknn, SETTING_PREFIX, keep_null=False)
+    assert (copy.id, copy.n_perm, copy.n_ci) == ("jepa-curve-mknn", 0, 0)
+    assert copy.model_dump(exclude={"id", "n_perm", "n_ci"}) == mknn.model_dump(exclude={"id", "n_perm", "n_ci"})
+    assert experiment_setting(mknn, SETTING_PREFIX, keep_null=True).n_perm == mknn.n_perm
+    assert experiment_setting(zs, SETTING_PREFIX, keep_null=False).model_dump(exclude={"id"}) == zs.model_dump(
+        exclude={"id"})
+
+
+def test_training_corpus_cannot_be_the_measured_dataset():
+    corpus = CaptionCorpus("tuxpaint", "r", "f", ["a", "b"], [["x", "y"], ["z", "w"]])
+    with pytest.raises(UserError, match="training corpus"):
+        check_no_overlap(corpus, Catalog().resolve_settings("demo-mknn"))
+
+
+@pytest.mark.slow
+def test_curve_quick_writes_records_plots_and_the_ratio_table(tmp_path: Path, capsys):
+    out = tmp_path / "curve"
+    argv = ["jepa", "curve", "--corpus", "wordnet", "--vision", VISION, "--quick", "--out", str(out), "--json"]
+    assert cli.main(argv) == 0
+    summary = json.loads(capsys.readouterr().out)
+    records = load_records(out)
+    curves = [r for r in records if not r.extra["jepa_curve"].get("control")]
+    # 3 recipes x 2 seeds x (initialisation + 3 snapshots) x 3 settings, plus 3 controls x 3 settings
+    assert len(curves) == 3 * 2 * 4 * 3 and len(records) - len(curves) == 3 * 3
+    seen = {(r.extra["jepa_curve"]["recipe"], r.extra["jepa_curve"]["seed"], r.extra["jepa_curve"]["examples_seen"])
+            for r in curves}
+    assert seen == {(rec, s, n) for rec in ("jepa-good", "jepa-bad", "ntp") for s in (0, 1) for n in (0, 64, 128, 256)}
+    assert {r.language.kind for r in curves} == {"text_jepa", "causal_lm"}
+    assert all(r.extra["limit"] == 128 for r in records)
+    assert len(summary["tables"]) == 3 and len(summary["plots"]) == 3
+    for table in summary["tables"]:
+        assert table["reference"] == "jepa-good" and set(table["recipes"]) == {"jepa-bad", "ntp"}
+        assert set(table["controls"]) == {"baseline/random-init-minilm-l6", "baseline/bag-of-words",
+                                          "baseline/caption-length"}
+    for plot in summary["plots"]:
+        assert Path(plot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "| setting |" in (out / "jepa-curve.md").read_text()
+    # intermediate snapshots are deleted after scoring, the last one of each run is kept
+    kept = {Path(r.language.source).name for r in curves if Path(r.language.source).exists()}
+    assert kept and all(name.endswith("-n256") for name in kept)
+
+
+@pytest.mark.slow
+def test_scaling_quick_predicts_before_training_the_heldout_runs(tmp_path: Path, capsys):
+    out = tmp_path / "scaling"
+    argv = ["jepa", "scaling", "--corpus", "wordnet", "--vision", VISION, "--quick", "--out", str(out), "--json"]
+    assert cli.main(argv) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["law"]["n_points"] == 3 * 4 and summary["comparison"]["pairs"] == 4
+    predictions = out / "jepa-scaling-predictions.json"
+    written = json.loads(predictions.read_text())
+    assert [p["p_good"] for p in written["predictions"]] == [0.25] * 4
+    heldout = [r for r in load_records(out) if r.extra["jepa_scaling"]["role"] == "heldout"]
+    assert len(heldout) == 2 * 4  # two seeds x four snapshots
+    record_files = list((out / "jepa-scaling-mknn").glob("*.json"))
+    first_heldout = min(f.stat().st_mtime_ns for f in record_files if "mix0.25" in f.name)
+    assert predictions.stat().st_mtime_ns < first_heldout  # the predictions were on disk first
+    assert all(written["written_at"] <= r.created for r in heldout)
