@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from platobench import cli
+from platobench import cli, paths
 from platobench.bench.settings import Catalog
 from platobench.errors import UserError
 from platobench.jepa.curve import SETTING_PREFIX, check_no_overlap
@@ -34,6 +34,7 @@ def _fails(capsys, argv: list[str], message: str) -> None:
         (["--level", "best"], "--level"),
         (["--seeds", "0"], "--seeds 0"),
         (["--heldout", "1.5"], "--heldout"),
+        (["--out", "r", "--report", "r/report"], "lies inside --out"),
         (["--vision", "demo/minilm-l6"], "not vision models"),
     ],
 )
@@ -76,10 +77,13 @@ def test_training_corpus_cannot_be_the_measured_dataset():
 
 @pytest.mark.slow
 def test_curve_quick_writes_records_plots_and_the_ratio_table(tmp_path: Path, capsys):
-    out = tmp_path / "curve"
-    argv = ["jepa", "curve", "--corpus", "wordnet", "--vision", VISION, "--quick", "--out", str(out), "--json"]
+    out, report = tmp_path / "curve", tmp_path / "report"
+    argv = ["jepa", "curve", "--corpus", "wordnet", "--vision", VISION, "--quick", "--out", str(out),
+            "--report", str(report)]
     assert cli.main(argv) == 0
-    summary = json.loads(capsys.readouterr().out)
+    printed = capsys.readouterr().out
+    assert "| setting |" in printed and "baseline/bag-of-words" in printed  # the ratio table, then the board
+    summary = json.loads((report / "jepa-curve.json").read_text())
     records = load_records(out)
     curves = [r for r in records if not r.extra["jepa_curve"].get("control")]
     # 3 recipes x 2 seeds x (initialisation + 3 snapshots) x 3 settings, plus 3 controls x 3 settings
@@ -96,20 +100,21 @@ def test_curve_quick_writes_records_plots_and_the_ratio_table(tmp_path: Path, ca
                                           "baseline/caption-length"}
     for plot in summary["plots"]:
         assert Path(plot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "| setting |" in (out / "jepa-curve.md").read_text()
+    assert "| setting |" in (report / "jepa-curve.md").read_text()
     # intermediate snapshots are deleted after scoring, the last one of each run is kept
-    kept = {Path(r.language.source).name for r in curves if Path(r.language.source).exists()}
-    assert kept and all(name.endswith("-n256") for name in kept)
+    folders = {paths.home() / "jepa" / "curve" / r.language.name.split("/", 1)[1] for r in curves}
+    assert {f.name for f in folders if f.exists()} == {f.name for f in folders if f.name.endswith("-n256")}
 
 
 @pytest.mark.slow
 def test_scaling_quick_predicts_before_training_the_heldout_runs(tmp_path: Path, capsys):
-    out = tmp_path / "scaling"
-    argv = ["jepa", "scaling", "--corpus", "wordnet", "--vision", VISION, "--quick", "--out", str(out), "--json"]
+    out, report = tmp_path / "scaling", tmp_path / "report"
+    argv = ["jepa", "scaling", "--corpus", "wordnet", "--vision", VISION, "--quick", "--out", str(out),
+            "--report", str(report), "--json"]
     assert cli.main(argv) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["law"]["n_points"] == 3 * 4 and summary["comparison"]["pairs"] == 4
-    predictions = out / "jepa-scaling-predictions.json"
+    predictions = report / "jepa-scaling-predictions.json"
     written = json.loads(predictions.read_text())
     assert [p["p_good"] for p in written["predictions"]] == [0.25] * 4
     heldout = [r for r in load_records(out) if r.extra["jepa_scaling"]["role"] == "heldout"]

@@ -59,7 +59,9 @@ class TrainConfig:
     size's default); schedule: cosine (warm-up then cosine decay to 0) or constant (warm-up then constant,
     so a snapshot matches a shorter run); max_tokens: truncation length of one view (None: the size's
     maximum; an ntp document holds 2 * max_tokens, the token budget of a pair);
-    eval_pairs: held-out pairs (documents) measured during training; log_every: steps between progress
+    eval_pairs: held-out pairs (documents) measured during training; eval_captions: held-out samples
+    (the first ones) whose features give the effective rank (a 109k-item corpus holds out ~22k: encoding
+    them all at every evaluation cost more than training between snapshots); log_every: steps between progress
     lines (0: steps // 10); checkpoints: examples seen (step * global batch) after which `train` hands a
     snapshot to its `on_checkpoint` callback."""
 
@@ -75,6 +77,7 @@ class TrainConfig:
     predictor: bool = False
     heldout_fraction: float = 0.2
     eval_pairs: int = 256
+    eval_captions: int = 2048
     max_tokens: int | None = None
     log_every: int = 0
     objective: Objective = "jepa"

@@ -38,7 +38,8 @@ TABLE_FILE = "jepa-curve.md"
 @dataclass(frozen=True)
 class CurveConfig:
     """`recipes` x `seeds` runs of `train` (size, batch, lr, held-out share) with snapshots after each of
-    `examples`, scored against `vision` under `settings` (experiment copies); records under `out`.
+    `examples`, scored against `vision` under `settings` (experiment copies); records under `out`, the
+    summary, table and plots under `report` (outside `out`: the record reader takes every JSON there).
     The first recipe is the reference of the ratio table; `level` as `curve_analysis.parse_level`;
     `eval_limit`: score on the first N samples of each setting's data (a quick test); `controls`: text
     models scored once under the same settings (the baselines: random weights, bag of words, caption
@@ -51,6 +52,7 @@ class CurveConfig:
     vision: Sequence[ModelSpec]
     settings: Sequence[Setting]
     out: Path
+    report: Path
     level: str | float = "frac:0.75"
     device: str = "cpu"
     keep_checkpoints: bool = False
@@ -81,6 +83,15 @@ def check_no_overlap(corpus: CaptionCorpus, settings: Sequence[Setting]) -> None
         )
 
 
+def check_report_folder(report: Path, out: Path) -> None:
+    """UserError when the report folder lies inside the results folder (its JSON files are not records,
+    and every reader of `out` would stop on them)."""
+    report, out = report.resolve(), out.resolve()
+    if report == out or out in report.parents:
+        raise UserError(f"--report {report} lies inside --out {out}; the record reader takes every JSON file "
+                        "under --out: choose a report folder outside it")
+
+
 def _run_summary(result: TrainResult, recipe: Recipe, config: TrainConfig, seconds: float) -> dict[str, Any]:
     return {
         "recipe": recipe.label, "seed": config.seed, "steps": config.steps, "examples": result.examples_seen,
@@ -99,10 +110,11 @@ def run_curve(
     log: Callable[[str], None] = lambda line: None,
 ) -> CurveResult:
     """Train, snapshot, score, analyse and plot as the module docstring says; write the summary JSON and
-    the Markdown table beside the records (`out/jepa-curve.json`, `out/jepa-curve.md`) and the plots
-    under `out/plots/`."""
+    the Markdown table (`report/jepa-curve.json`, `report/jepa-curve.md`) and the plots under
+    `report/plots/`."""
     t0 = time.perf_counter()
     check_no_overlap(corpus, config.settings)
+    check_report_folder(config.report, config.out)
     scorer = SnapshotScorer(corpus, config.settings, config.vision, store, home, config.out, TAG, "curve",
                             device=config.device, keep=config.keep_checkpoints, limit=config.eval_limit)
     result = CurveResult()
@@ -134,7 +146,7 @@ def run_curve(
     for cs in curve_sets(result.records, TAG).values():
         table = efficiency(cs, reference, config.level)
         result.tables.append(table)
-        path = contained(config.out, "plots", f"{cs.setting}.{cs.vision.replace('/', '--')}.png")
+        path = contained(config.report, "plots", f"{cs.setting}.{cs.vision.replace('/', '--')}.png")
         save_png(curve_figure(cs, resolve_level(config.level, cs.mean_curve(reference), cs.higher_is_better)), path)
         result.plots.append(str(path))
     result.wall_s = round(time.perf_counter() - t0, 1)
@@ -143,7 +155,7 @@ def run_curve(
 
 
 def write_summary(config: CurveConfig, corpus: CaptionCorpus, result: CurveResult) -> None:
-    """`out/jepa-curve.json` (configuration, runs, tables, plots, wall time) and `out/jepa-curve.md`."""
+    """`report/jepa-curve.json` (configuration, runs, tables, plots, wall time) and `report/jepa-curve.md`."""
     doc = {
         "corpus": {"name": corpus.name, "revision": corpus.revision, "fingerprint": corpus.fingerprint},
         "recipes": [r.label for r in config.recipes], "seeds": list(config.seeds),
@@ -153,5 +165,5 @@ def write_summary(config: CurveConfig, corpus: CaptionCorpus, result: CurveResul
         "level": str(config.level), "eval_limit": config.eval_limit, "runs": result.runs, "tables": result.tables, "plots": result.plots,
         "records": len(result.paths), "wall_s": result.wall_s,
     }
-    atomic_write_text(config.out / SUMMARY_FILE, json.dumps(doc, indent=1) + "\n")
-    atomic_write_text(config.out / TABLE_FILE, format_efficiency(result.tables) + "\n")
+    atomic_write_text(config.report / SUMMARY_FILE, json.dumps(doc, indent=1) + "\n")
+    atomic_write_text(config.report / TABLE_FILE, format_efficiency(result.tables) + "\n")

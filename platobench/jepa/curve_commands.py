@@ -19,7 +19,7 @@ from platobench.jepa.experiment_options import (
 
 DEFAULT_OBJECTIVES = "jepa-good,jepa-bad,ntp"
 DEFAULT_SETTINGS = "demo-mknn,demo-cka,zs-tuxpaint"
-DEFAULT_EXAMPLES = "1024:65536:7"
+DEFAULT_EXAMPLES = "256:32768:8"
 QUICK = {"limit": 2000, "examples": "64:256:3", "eval_limit": 128, "seeds": 2}
 
 
@@ -33,11 +33,11 @@ def register(sub: Any) -> None:
             "snapshot against the vision models under copies of the settings named jepa-curve-<id> (paired "
             "settings without their permutation null and interval unless --null: the seeds give the spread) and "
             "write one record each under OUT/<setting>/. Then plot score vs examples (log x, mean over seeds with "
-            "a min-max band) under OUT/plots/, and print the sample-efficiency table: the examples each objective "
+            "a min-max band) under REPORT/plots/, and print the sample-efficiency table: the examples each objective "
             "needs to reach the reference's level (interpolated in log examples), their ratio, per seed, and the "
             "score difference at the last snapshot with a 95%% t-interval over seeds. Every run is also scored at "
-            "initialisation, and the --controls once, as reference lines. Writes OUT/jepa-curve.json "
-            "and OUT/jepa-curve.md. Example: platobench jepa curve --corpus wordnet --vision "
+            "initialisation, and the --controls once, as reference lines. Writes REPORT/jepa-curve.json "
+            "and REPORT/jepa-curve.md. Example: platobench jepa curve --corpus wordnet --vision "
             "demo/dinov2-s-imgfocus --objectives jepa-good,jepa-bad,ntp --seeds 3"
         ),
     )
@@ -57,7 +57,7 @@ def register(sub: Any) -> None:
     p.add_argument("--null", action="store_true", help="keep each paired setting's permutation null and interval")
     p.add_argument("--keep-checkpoints", action="store_true",
                    help="keep every snapshot's folder (default: only each run's last)")
-    add_training_options(p, out="results/jepa-curve", examples=DEFAULT_EXAMPLES)
+    add_training_options(p, out="results/jepa-curve", report="reports/jepa-curve", examples=DEFAULT_EXAMPLES)
     p.set_defaults(func=_curve)
 
 
@@ -86,7 +86,7 @@ def _curve(args: argparse.Namespace) -> int:
     config = CurveConfig(
         train=TrainConfig(size=args.size, batch_size=args.batch_size, lr=args.lr, heldout_fraction=args.heldout),
         recipes=recipes, seeds=list(range(seeds)), examples=examples, vision=vision_models(zoo, args.vision),
-        settings=settings, out=args.out, level=level, device=args.device, keep_checkpoints=args.keep_checkpoints,
+        settings=settings, out=args.out, report=args.report, level=level, device=args.device, keep_checkpoints=args.keep_checkpoints,
         eval_limit=args.eval_limit or quick.get("eval_limit"),
         controls=zoo.resolve(args.controls) if args.controls.strip() else [],
     )
@@ -101,6 +101,8 @@ def _curve(args: argparse.Namespace) -> int:
         return 0
     print(format_efficiency(result.tables))
     print()
-    print_board([r for r in result.records if r.extra["jepa_curve"]["examples_seen"] == max(examples)])
+    last = [r for r in result.records
+            if r.extra["jepa_curve"].get("control") or r.extra["jepa_curve"]["examples_seen"] == max(examples)]
+    print_board(last)  # the last snapshots next to the controls
     print(f"{len(result.paths)} records under {args.out}; plots: {', '.join(result.plots)}; {result.wall_s:.0f} s")
     return 0

@@ -24,7 +24,7 @@ def curve_figure(cs: CurveSet, level: float | None = None) -> Figure:
     """Score against examples seen (log x) of every recipe in `cs`: the mean over seeds as a line with a
     marker per checkpoint and the seeds' min-max as a band; each recipe's mean at initialisation as a
     dotted line of its colour; the controls (grey, dash-dot), the chance level and the ratio's level L."""
-    fig = Figure(figsize=(7.0, 4.4))
+    fig = Figure(figsize=(9.0, 4.4))
     ax = fig.add_subplot()
     for recipe in cs.runs:
         mean = cs.mean_curve(recipe)
@@ -50,7 +50,7 @@ def curve_figure(cs: CurveSet, level: float | None = None) -> Figure:
     ax.set_ylabel(f"{cs.metric} ({arrow})")
     ax.set_title(f"{cs.setting}: text model x {cs.vision}", fontsize=10)
     ax.grid(True, which="both", alpha=0.25)
-    ax.legend(fontsize=8, loc="best")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     fig.tight_layout()
     return fig
 

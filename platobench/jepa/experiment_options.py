@@ -12,9 +12,9 @@ from platobench.errors import UserError
 from platobench.jepa.sizes import SIZES
 
 
-def add_training_options(p: argparse.ArgumentParser, *, out: str, examples: str) -> None:
+def add_training_options(p: argparse.ArgumentParser, *, out: str, report: str, examples: str) -> None:
     """--corpus, --limit, --size, --batch-size, --lr, --heldout, --examples, --eval-limit, --quick, --out,
-    --device, --json and the catalogue options (--settings-file, --zoo, --trust-remote-code)."""
+    --report, --device, --json and the catalogue options (--settings-file, --zoo, --trust-remote-code)."""
     from platobench.bench.run_command import add_catalog_options
 
     p.add_argument("--corpus", required=True, metavar="DATASET",
@@ -33,7 +33,9 @@ def add_training_options(p: argparse.ArgumentParser, *, out: str, examples: str)
     p.add_argument("--quick", action="store_true",
                    help="a CI-sized run: 2,000 corpus items, tiny example counts, 128 evaluation samples; "
                         "its numbers test the wiring, not the claim")
-    p.add_argument("--out", type=Path, default=Path(out), help=f"results folder (default {out})")
+    p.add_argument("--out", type=Path, default=Path(out), help=f"results folder of the records (default {out})")
+    p.add_argument("--report", type=Path, default=Path(report),
+                   help=f"folder of the summary, tables and plots, outside --out (default {report})")
     add_device_option(p, used_for="extraction (training picks its own)")
     add_json_option(p, what="the summary")
     add_catalog_options(p)

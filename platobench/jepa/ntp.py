@@ -131,7 +131,7 @@ class NtpObjective:
         sampler = DocumentSampler(views, config.seed)
         documents = [sampler.document(i) for i in range(min(config.eval_pairs, len(heldout_idx)))]
         self.heldout_documents = self.batch(documents, device)
-        self.heldout_captions = tokenize(tokenizer, [distinct_captions(v)[0] for v in views], self.tokens, device)
+        self.heldout_captions = tokenize(tokenizer, [distinct_captions(v)[0] for v in views[: config.eval_captions]], self.tokens, device)
 
     def batches(self, global_batch: int) -> Iterator[list[str]]:
         """Seeded documents of the training samples."""

@@ -74,7 +74,7 @@ class JepaObjective:
         sampler = ViewSampler(views, config.views, seed=config.seed, mask_token=tokenizer.mask_token)
         pairs = [sampler.pair(i) for i in range(min(config.eval_pairs, len(heldout_idx)))]
         self.heldout_pairs = self.batch(pairs, device)
-        self.heldout_captions = tokenize(tokenizer, [distinct_captions(v)[0] for v in views], max_tokens, device)
+        self.heldout_captions = tokenize(tokenizer, [distinct_captions(v)[0] for v in views[: config.eval_captions]], max_tokens, device)
 
     def batches(self, global_batch: int) -> Iterator[list[ViewPair]]:
         """Seeded view pairs of the training samples (`ViewSampler.batches`)."""

@@ -4,7 +4,7 @@
    jepa-bad), seed 0, snapshots at the example counts; each snapshot is scored against the vision model
    under one setting, and misalignment is 1 - score (a higher-is-better metric) or the score (lower).
 2. The law of `scaling_law` is fitted to those points, and its predictions for the held-out runs (new
-   shares, the same example counts) are written to `out/jepa-scaling-predictions.json` with a UTC
+   shares, the same example counts) are written to `report/jepa-scaling-predictions.json` with a UTC
    timestamp *before* any held-out run starts.
 3. Held-out runs: each new share is trained with two seeds. Either seed's run is "the new run"; the other
    seed's run is "a rerun". The test (Balestriero & LeCun 2026): the law's error on the new runs,
@@ -30,7 +30,7 @@ from platobench.errors import UserError
 from platobench.features.store import FeatureStore
 from platobench.files.atomic import atomic_write_text
 from platobench.files.ids import contained
-from platobench.jepa.curve import check_no_overlap
+from platobench.jepa.curve import check_no_overlap, check_report_folder
 from platobench.jepa.curve_plot import law_figure, save_png
 from platobench.jepa.recipes import Recipe, run_config
 from platobench.jepa.scaling_law import FORMULA, LawFit, fit_law
@@ -48,7 +48,8 @@ SUMMARY_FILE = "jepa-scaling.json"
 @dataclass(frozen=True)
 class ScalingConfig:
     """Fit shares x `examples` (seed `seeds[0]`), then held-out shares x `examples` x both `seeds`, each
-    trained with `train` and scored against `vision` under `setting` (an experiment copy)."""
+    trained with `train` and scored against `vision` under `setting` (an experiment copy); records under
+    `out`, predictions, summary and plot under `report` (outside `out`)."""
 
     train: TrainConfig
     fit_shares: Sequence[float]
@@ -57,6 +58,7 @@ class ScalingConfig:
     vision: ModelSpec
     setting: Setting
     out: Path
+    report: Path
     seeds: tuple[int, int] = (0, 1)
     device: str = "cpu"
     limit: int | None = None
@@ -153,6 +155,7 @@ def run_scaling(
     t0 = time.perf_counter()
     check_grid(config)
     check_no_overlap(corpus, [config.setting])
+    check_report_folder(config.report, config.out)
     scorer = SnapshotScorer(corpus, [config.setting], [config.vision], store, home, config.out, TAG, "scaling",
                             device=config.device, limit=config.limit)
     result = ScalingResult()
@@ -168,7 +171,7 @@ def run_scaling(
     predicted = law.predict(np.array([p for p, _ in targets]), np.array([n for _, n in targets], dtype=float))
     result.predictions = [{"p_good": p, "examples": n, "predicted_misalignment": float(v)}
                           for (p, n), v in zip(targets, predicted, strict=True)]
-    path = atomic_write_text(config.out / PREDICTIONS_FILE, json.dumps({
+    path = atomic_write_text(config.report / PREDICTIONS_FILE, json.dumps({
         "written_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "law": law.as_dict(), "predictions": result.predictions,
         "fit_points": fit, "setting": config.setting.id, "vision": config.vision.name,
@@ -179,7 +182,7 @@ def run_scaling(
         for seed in config.seeds:
             _train_share(corpus, config, scorer, p, seed, "heldout", result, log)
     result.comparison = compare_with_reruns(result.points, law, config.seeds)
-    plot = contained(config.out, "plots", f"{config.setting.id}.{config.vision.name.replace('/', '--')}.png")
+    plot = contained(config.report, "plots", f"{config.setting.id}.{config.vision.name.replace('/', '--')}.png")
     label = f"misalignment ({'1 - ' if scorer.records[0].metric.higher_is_better else ''}{scorer.records[0].metric.id})"
     save_png(law_figure(result.points, law.predict, label), plot)
     result.files.append(str(plot))
@@ -193,5 +196,5 @@ def run_scaling(
         "comparison": result.comparison, "points": result.points, "predictions": result.predictions,
         "records": len(scorer.paths), "wall_s": result.wall_s,
     }
-    result.files.append(str(atomic_write_text(config.out / SUMMARY_FILE, json.dumps(summary, indent=1) + "\n")))
+    result.files.append(str(atomic_write_text(config.report / SUMMARY_FILE, json.dumps(summary, indent=1) + "\n")))
     return result

@@ -31,9 +31,9 @@ def register(sub: Any) -> None:
             "log-spaced example counts, score each snapshot against the vision model under one setting "
             "(misalignment = 1 - score for a higher-is-better metric), fit M(P, n) = E + A * (n * (P + beta * "
             "(1 - P))) ** (-alpha), write its predictions for the held-out shares to "
-            "OUT/jepa-scaling-predictions.json (timestamped) before training them, then train every held-out "
+            "REPORT/jepa-scaling-predictions.json (timestamped) before training them, then train every held-out "
             "share with two seeds and compare the law's error with a rerun's (the other seed). Writes records "
-            "under OUT/<setting>/, OUT/jepa-scaling.json and a plot under OUT/plots/. Example: platobench jepa "
+            "under OUT/<setting>/, REPORT/jepa-scaling.json and a plot under REPORT/plots/. Example: platobench jepa "
             "scaling --corpus wordnet --vision demo/dinov2-s-imgfocus --quick"
         ),
     )
@@ -43,7 +43,7 @@ def register(sub: Any) -> None:
     p.add_argument("--grid", default=None, metavar="FIT/HELDOUT",
                    help=f"shares of good views to fit on / to predict, comma-separated (default {DEFAULT_GRID})")
     p.add_argument("--seeds", default="0,1", help="the new run's seed and the rerun's seed (default 0,1)")
-    add_training_options(p, out="results/jepa-scaling", examples=DEFAULT_EXAMPLES)
+    add_training_options(p, out="results/jepa-scaling", report="reports/jepa-scaling", examples=DEFAULT_EXAMPLES)
     p.set_defaults(func=_scaling)
 
 
@@ -81,7 +81,7 @@ def _scaling(args: argparse.Namespace) -> int:
         train=TrainConfig(size=args.size, batch_size=args.batch_size, lr=args.lr, heldout_fraction=args.heldout),
         fit_shares=fit, heldout_shares=heldout,
         examples=parse_examples(args.examples or quick.get("examples", DEFAULT_EXAMPLES), args.batch_size),
-        vision=vision, setting=experiment_setting(setting, SETTING_PREFIX, keep_null=False), out=args.out,
+        vision=vision, setting=experiment_setting(setting, SETTING_PREFIX, keep_null=False), out=args.out, report=args.report,
         seeds=(s0, s1), device=args.device, limit=args.eval_limit or quick.get("eval_limit"),
     )
     corpus = load_corpus(args.corpus, args.limit or quick.get("limit"))
