@@ -59,6 +59,11 @@ def test_scaling_refuses_bad_options(capsys, extra, message):
     _fails(capsys, argv, message)
 
 
+def test_experiments_refuse_a_multi_process_launch(capsys, monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    _fails(capsys, ["jepa", "curve", "--corpus", "wordnet", "--vision", VISION], "one process")
+
+
 def test_experiment_settings_drop_the_null_but_keep_the_protocol():
     mknn, zs = Catalog().resolve_settings("demo-mknn,zs-tuxpaint")
     copy = experiment_setting(mknn, SETTING_PREFIX, keep_null=False)

@@ -55,6 +55,9 @@ def test_compare_with_reruns_known_answer():
     assert c["pairs"] == 1  # (0.1, 128) lacks its rerun
     assert c["law_rmse"] == pytest.approx(0.1) and c["rerun_rmse"] == pytest.approx(0.2)
     assert c["as_accurate_as_a_rerun"] and c["law_over_rerun"] == pytest.approx(0.5)
+    # the constant predictor is the fit points' mean, 0.9: errors 0.5 and 0.3 -> RMSE sqrt(0.17)
+    assert c["constant_rmse"] == pytest.approx((0.5**2 / 2 + 0.3**2 / 2) ** 0.5)
+    assert c["beats_the_constant"]
 
 
 def test_shares_grid_and_misalignment():

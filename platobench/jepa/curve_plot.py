@@ -20,13 +20,14 @@ def save_png(fig: Figure, path: Path) -> Path:
     return atomic_write_bytes(path, buffer.getvalue())
 
 
-def curve_figure(cs: CurveSet, level: float | None = None) -> Figure:
+def curve_figure(cs: CurveSet, level: float | None = None, order: Sequence[str] = ()) -> Figure:
     """Score against examples seen (log x) of every recipe in `cs`: the mean over seeds as a line with a
     marker per checkpoint and the seeds' min-max as a band; each recipe's mean at initialisation as a
-    dotted line of its colour; the controls (grey, dash-dot), the chance level and the ratio's level L."""
+    dotted line of its colour; the controls (grey, dash-dot), the chance level and the ratio's level L.
+    Recipes are drawn (and coloured) in `order`, then any others in their order in `cs`."""
     fig = Figure(figsize=(9.0, 4.4))
     ax = fig.add_subplot()
-    for recipe in cs.runs:
+    for recipe in [*[r for r in order if r in cs.runs], *[r for r in cs.runs if r not in order]]:
         mean = cs.mean_curve(recipe)
         xs = [x for x, _ in mean]
         seeds = list(cs.runs[recipe].values())

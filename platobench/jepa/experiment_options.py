@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -56,7 +57,12 @@ def parse_examples(text: str, batch_size: int) -> list[int]:
 
 
 def check_common(args: argparse.Namespace) -> None:
-    """UserError for out-of-range numbers among the shared options."""
+    """UserError for out-of-range numbers among the shared options, and under a multi-process launcher
+    (every snapshot is exported, extracted and scored by one process while training waits; use
+    `jepa train` under `accelerate launch` for multi-GPU training)."""
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        raise UserError("jepa curve and jepa scaling run in one process (one GPU or the CPU); WORLD_SIZE="
+                        f"{os.environ['WORLD_SIZE']} says a multi-process launcher started this one")
     if args.batch_size < 2:
         raise UserError(f"--batch-size {args.batch_size}: expected at least 2")
     if args.lr is not None and not args.lr > 0:

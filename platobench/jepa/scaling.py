@@ -9,7 +9,9 @@
 3. Held-out runs: each new share is trained with two seeds. Either seed's run is "the new run"; the other
    seed's run is "a rerun". The test (Balestriero & LeCun 2026): the law's error on the new runs,
    root-mean-square over (P, n, seed), against the rerun's error, root-mean-square of the two seeds'
-   differences. The law predicts as well as a rerun when its error is no larger.
+   differences. The law predicts as well as a rerun when its error is no larger. Control: the error of
+   a constant, the mean misalignment of the fit points; a law that does not beat it has learnt nothing
+   about P or n that the held-out runs show (as when training barely moves the metric).
 """
 
 from __future__ import annotations
@@ -135,11 +137,16 @@ def compare_with_reruns(points: Sequence[dict[str, Any]], law: LawFit, seeds: tu
     pred = law.predict(np.array([p for p, _ in keys]), np.array([n for _, n in keys], dtype=float))
     law_rmse = float(np.sqrt(np.mean(np.concatenate([pred - m0, pred - m1]) ** 2)))
     rerun_rmse = float(np.sqrt(np.mean((m1 - m0) ** 2)))
+    fit = [q["misalignment"] for q in points if q["role"] == "fit"]
+    constant = float(np.mean(fit)) if fit else math.nan
+    constant_rmse = float(np.sqrt(np.mean(np.concatenate([constant - m0, constant - m1]) ** 2)))
     return {
         "pairs": len(keys), "law_rmse": law_rmse, "rerun_rmse": rerun_rmse,
         "law_over_rerun": law_rmse / rerun_rmse if rerun_rmse > 0 else math.inf,
         "law_bias": float(np.mean(np.concatenate([pred - m0, pred - m1]))),
         "as_accurate_as_a_rerun": law_rmse <= rerun_rmse,
+        "constant_rmse": constant_rmse,
+        "beats_the_constant": law_rmse < constant_rmse,
     }
 
 

@@ -97,7 +97,9 @@ def _scaling(args: argparse.Namespace) -> int:
           f"(good views worth {1 / result.law.beta:.3g} bad ones); fit RMSE {result.law.rmse:.4f}")
     if c.get("pairs"):
         verdict = "as accurate as a rerun" if c["as_accurate_as_a_rerun"] else "less accurate than a rerun"
+        beats = "beats" if c["beats_the_constant"] else "does not beat"
         print(f"held-out: law RMSE {c['law_rmse']:.4f} vs rerun RMSE {c['rerun_rmse']:.4f} over {c['pairs']} "
-              f"(P, n) points -> {c['law_over_rerun']:.2f}x: the law is {verdict}")
+              f"(P, n) points -> {c['law_over_rerun']:.2f}x: the law is {verdict}; it {beats} the constant "
+              f"(mean misalignment of the fit runs), RMSE {c['constant_rmse']:.4f}")
     print(f"files: {', '.join(result.files)}; {result.wall_s:.0f} s")
     return 0
