@@ -72,6 +72,11 @@ def test_efficiency_never_reached_gives_a_lower_bound():
     row = efficiency(_set({"jepa-good": good, "ntp": flat}), "jepa-good", "final")["recipes"]["ntp"]
     assert row["ratio"] is None and row["lower_bound"] == pytest.approx(1.0)
     assert "not reached" in format_efficiency([efficiency(_set({"jepa-good": good, "ntp": flat}), "jepa-good", "final")])
+    # a reference seed that never reaches the level leaves that seed's ratio undefined, said so
+    table = efficiency(_set({"jepa-good": {0: [(100, 0.1), (1000, 0.5)], 1: [(100, 0.1), (1000, 0.2)]},
+                             "ntp": {0: flat[0], 1: flat[0]}}), "jepa-good", "final")
+    assert table["recipes"]["ntp"]["per_seed"][1]["ratio"] is None
+    assert "s1: n/a (the reference does not reach L)" in format_efficiency([table])
     with pytest.raises(UserError):
         efficiency(_set({"ntp": flat}), "jepa-good", "final")
 

@@ -186,7 +186,7 @@ def _ratio_text(row: dict[str, Any]) -> str:
         return f"{row['ratio']:.3g}x"
     if "lower_bound" in row:
         return f"not reached (> {row['lower_bound']:.3g}x)"
-    return "undefined"
+    return "n/a (the reference does not reach L)"
 
 
 def format_efficiency(tables: Sequence[dict[str, Any]]) -> str:
