@@ -31,7 +31,7 @@ from platobench.jepa.config import CaptionCorpus, TrainConfig
 from platobench.jepa.losses import effective_rank
 from platobench.jepa.model import bert_config
 from platobench.jepa.objective import tokenize
-from platobench.jepa.views import distinct_captions
+from platobench.jepa.views import distinct_captions, epoch_batches
 
 SEPARATOR = " ; "
 
@@ -99,16 +99,9 @@ class DocumentSampler:
         return SEPARATOR.join(order)
 
     def batches(self, batch_size: int) -> Iterator[list[str]]:
-        """Endless batches of `batch_size` documents (an epoch's last incomplete batch is dropped)."""
-        if not 1 <= batch_size <= len(self.captions):
-            raise ValueError(
-                f"batch_size must be in [1, {len(self.captions)}] (the number of samples), got {batch_size}"
-            )
-        while True:
-            order = list(range(len(self.captions)))
-            self.rng.shuffle(order)
-            for start in range(0, len(order) - batch_size + 1, batch_size):
-                yield [self.document(i) for i in order[start : start + batch_size]]
+        """Endless batches of `batch_size` documents (`views.epoch_batches` order)."""
+        for indices in epoch_batches(len(self.captions), batch_size, self.rng):
+            yield [self.document(i) for i in indices]
 
 
 class NtpObjective:

@@ -121,14 +121,19 @@ class ViewSampler:
         return ViewPair(sample, a, b, i, i, "bad")
 
     def batches(self, batch_size: int) -> Iterator[list[ViewPair]]:
-        """Endless batches of `batch_size` pairs: each epoch visits the samples in a fresh seeded order
-        (an epoch's last incomplete batch is dropped). Needs batch_size <= number of samples."""
-        if not 1 <= batch_size <= len(self.captions):
-            raise ValueError(
-                f"batch_size must be in [1, {len(self.captions)}] (the number of samples), got {batch_size}"
-            )
-        while True:
-            order = list(range(len(self.captions)))
-            self.rng.shuffle(order)
-            for start in range(0, len(order) - batch_size + 1, batch_size):
-                yield [self.pair(i) for i in order[start : start + batch_size]]
+        """Endless batches of `batch_size` pairs (`epoch_batches` order). Needs batch_size <= samples."""
+        for indices in epoch_batches(len(self.captions), batch_size, self.rng):
+            yield [self.pair(i) for i in indices]
+
+
+def epoch_batches(count: int, batch_size: int, rng: random.Random) -> Iterator[list[int]]:
+    """Endless batches of `batch_size` sample indices out of `count`: each epoch visits the samples in a
+    fresh order shuffled by `rng` (an epoch's last incomplete batch is dropped). ValueError unless
+    1 <= batch_size <= count."""
+    if not 1 <= batch_size <= count:
+        raise ValueError(f"batch_size must be in [1, {count}] (the number of samples), got {batch_size}")
+    while True:
+        order = list(range(count))
+        rng.shuffle(order)
+        for start in range(0, count - batch_size + 1, batch_size):
+            yield order[start : start + batch_size]
