@@ -28,6 +28,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "platobench.leaderboard.commands",
     "platobench.theory.commands",
     "platobench.jepa.commands",
+    "platobench.stitch.commands",
 )
 
 

@@ -8,7 +8,8 @@ ascending for a lower-is-better one or a text column; again: reverse), and a sel
 family (of the language or the vision model; every family of every record is listed). The state lives in
 the URL fragment, one sort per table keyed by the table's id — `#family=demo&board-0=score.desc` — so a
 view can be linked. Missing values sort last in either direction. The per-language means, the
-pair x setting overview and the values reported by papers are static tables (the overview follows the filter).
+pair x setting overview, the stitching table of a board of stitch records and the values reported by
+papers are static tables (the overview and the stitching table follow the filter).
 Baseline rows (zoo family `baseline/`) are shaded and their baseline model carries a "baseline" tag; the
 verdict column and the sentence under each table compare real pairs with the board's strongest baseline.
 """
@@ -23,6 +24,7 @@ from typing import Any
 from platobench.leaderboard.baselines import is_baseline
 from platobench.leaderboard.boards import Board, Ranked, family, finite, fmt, language_summary, overview
 from platobench.leaderboard.notes import MISSING, TIE_RULE, p_floor_sentence
+from platobench.leaderboard.stitch_table import SAMPLE_HEADER, STITCH_HEADER, StitchSection, stitch_section
 from platobench.results import ResultRecord
 
 COLUMNS = [  # key, header, kind ("num" sorts numerically, "text" alphabetically)
@@ -102,6 +104,24 @@ def _static_table(header: list[str], rows: list[tuple[list[str], list[str] | Non
     return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
 
 
+def _stitch_parts(section: StitchSection | None) -> list[str]:
+    """The "stitching" table of a board of stitch records (rows filterable by model family), the pairs'
+    setup lines, sample captions and notes on unreadable records, all escaped; [] for any other board."""
+    if section is None:
+        return []
+    esc = html.escape
+    parts = ["<h3>stitching</h3>"]
+    if section.rows:
+        parts.append(_static_table(STITCH_HEADER, [(row, sorted({family(row[0]), family(row[1])}))
+                                                   for row in section.rows]))
+        parts.append("<ul>" + "".join(f"<li>{esc(s)}</li>" for s in section.setups) + "</ul>")
+    parts += [f'<p class="note">not shown: {esc(p)}</p>' for p in section.problems]
+    if section.samples:
+        parts.append(f"<p>Sample captions of {esc(section.samples_of)}:</p>")
+        parts.append(_static_table(SAMPLE_HEADER, [(row, None) for row in section.samples]))
+    return parts
+
+
 def render(boards: list[Board], records: list[ResultRecord], paper: list[dict[str, Any]], plots: dict[str, Any]) -> str:
     """The whole page as a string."""
     data = {
@@ -128,10 +148,12 @@ def render(boards: list[Board], records: list[ResultRecord], paper: list[dict[st
     ]
     for i, b in enumerate(boards):
         p_note = p_floor_sentence([row.record for row in b.rows])
+        stitched = stitch_section(b)  # a stitch board's controls are its map variants, not baseline models
         parts += [f"<h2>{html.escape(b.title)}</h2>", f'<p id="board-{i}-count"></p>', f'<table id="board-{i}"></table>',
                   f'<p class="note">{html.escape(TIE_RULE)}</p>',
                   *([f'<p class="note">{html.escape(p_note)}</p>'] if p_note else []),
-                  f'<p class="verdict">{html.escape(b.sentence)}</p>']
+                  f'<p class="verdict">{html.escape(stitched.sentence if stitched else b.sentence)}</p>',
+                  *_stitch_parts(stitched)]
         vision = b.vision_models
         if len(vision) > 1:
             parts.append(f"<p>Per language model, mean over the {len(vision)} vision models of this board:</p>")

@@ -1,5 +1,6 @@
-"""The leaderboard's README.md: per-board ranked tables, per-language summaries, the pair x setting
-overview, plots and the separate table of values reported by papers.
+"""The leaderboard's README.md: per-board ranked tables (with the stitching table under a board of stitch
+records, platobench/leaderboard/stitch_table.py), per-language summaries, the pair x setting overview,
+plots and the separate table of values reported by papers.
 
 Record text is untrusted (platobench/leaderboard/safe_text.py): every text taken from a record, a plot
 note or a paper value is escaped (`md_text`), so it shows as written and adds no markup.
@@ -22,6 +23,7 @@ from platobench.leaderboard.boards import (
 )
 from platobench.leaderboard.notes import MISSING, TIE_RULE, p_floor_sentence
 from platobench.leaderboard.safe_text import md_text
+from platobench.leaderboard.stitch_table import SAMPLE_HEADER, STITCH_HEADER, StitchSection, stitch_section
 from platobench.results import ResultRecord
 
 
@@ -37,6 +39,22 @@ def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
         "|" + "|".join("---" for _ in header) + "|",
         *["| " + " | ".join(row) + " |" for row in rows],
     ]
+
+
+def stitch_lines(section: StitchSection | None) -> list[str]:
+    """The "stitching" table of a board of stitch records (every cell escaped), the pairs' setup lines,
+    sample captions and notes on unreadable records; [] for any other board."""
+    if section is None:
+        return []
+    lines = ["", "### stitching", ""]
+    if section.rows:
+        lines += _md_table(STITCH_HEADER, [[md_text(c) for c in row] for row in section.rows])
+        lines += ["", *[f"- {md_text(s)}" for s in section.setups]]
+    lines += [f"- not shown: {md_text(p)}" for p in section.problems]
+    if section.samples:
+        lines += ["", f"Sample captions of {md_text(section.samples_of)}:", ""]
+        lines += _md_table(SAMPLE_HEADER, [[md_text(c) for c in row] for row in section.samples])
+    return lines
 
 
 def readme(boards: list[Board], records: list[ResultRecord], paper: list[dict[str, Any]], plots: dict[str, Any]) -> str:
@@ -72,7 +90,10 @@ def readme(boards: list[Board], records: list[ResultRecord], paper: list[dict[st
         lines += ["", TIE_RULE, ""]
         p_note = p_floor_sentence([row.record for row in board.rows])
         lines += [p_note, ""] if p_note else []
-        lines += [md_text(board.sentence, brackets=False)]  # its CI "[lo, hi]" stays as written
+        stitched = stitch_section(board)  # a stitch board's controls are its map variants, not baseline models
+        sentence = stitched.sentence if stitched is not None else board.sentence
+        lines += [md_text(sentence, brackets=False)]  # its CI "[lo, hi]" stays as written
+        lines += stitch_lines(stitched)
         vision = board.vision_models
         if len(vision) > 1:
             lines += ["", f"Per language model, mean over the {len(vision)} vision models of this board:", ""]

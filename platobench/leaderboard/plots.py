@@ -9,7 +9,8 @@
   line of a baseline vision model is dashed.
 - `llm_vs_jepa`: LLMs (kind causal_lm) and text JEPAs (kind text_jepa) side by side, per vision model
   (the comparison of Balestriero & LeCun's JEPA follow-up to PRH).
-Every function writes one PNG and returns why something was left out, so nothing is dropped silently.
+Boards of stitch records (captioning scores, not alignment) get neither the size plot nor the LLM vs
+JEPA plot. Every function writes one PNG and returns why something was left out, so nothing is dropped silently.
 Text from records is drawn as written (`_text`: a `$` in a metric id or kind must not start matplotlib's
 math mode, where it could fail to parse); file names are slugs of the ids, cut to a length every file
 system takes.
@@ -269,6 +270,10 @@ def plot_all(boards: list[Board], out_dir: Path) -> dict[str, Any]:
             rel = f"plots/heatmaps/{key}/{_slug(r.pair_id)}.png"
             heatmap(r, out_dir / rel)
             files.append(rel)
+        if any(r.kind == "stitch" for r in records):  # captioning scores: neither plot below applies
+            notes.append(f"{board.key}: no size or LLM vs text-JEPA plot (a stitching board scores captions, not "
+                         "alignment)")
+            continue
         rel = f"plots/size_{key}.png"
         written, left_out = size_plot(records, out_dir / rel)
         if written:

@@ -94,7 +94,7 @@ class ResultRecord(_Strict):
     platobench_version: str = __version__
     git_sha: str | None = None
     setting: Id
-    kind: Literal["paired", "zeroshot"] = "paired"
+    kind: Literal["paired", "zeroshot", "stitch"] = "paired"
     metric: MetricRef
     language: ModelRef
     vision: ModelRef
