@@ -192,3 +192,12 @@ def test_a_stitch_board_judges_the_paired_map_against_its_map_controls():
     (board,) = build_boards([good, weak])
     section = stitch_section(board)
     assert section is not None and section.sentence.startswith("1 of 2 pairs: the paired map")
+
+
+def test_check_does_not_rescore_a_stitch_record_and_says_why(tmp_path, capsys):
+    import json
+
+    write_record(tmp_path, stitch_record("demo/minilm-l6", 0.612))
+    assert main(["check", "--results", str(tmp_path), "--json"]) == 1  # nothing could be recomputed
+    (outcome,) = json.loads(capsys.readouterr().out)["records"]
+    assert outcome["status"] == "skipped" and "rerun `platobench stitch`" in outcome["reason"]
