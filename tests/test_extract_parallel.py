@@ -24,7 +24,7 @@ def test_two_processes_write_the_same_entry_as_one(tmp_path, monkeypatch):
     if shutil.which("accelerate", path=str(Path(sys.executable).parent)) is None:
         pytest.skip("accelerate's launcher is not installed next to this Python")
     env = {**os.environ, "PLATOBENCH_HOME": str(tmp_path / "dp"), "OMP_NUM_THREADS": "1"}
-    cmd = [str(Path(sys.executable).parent / "accelerate"), "launch", "--num_processes", "2", "--cpu",
+    cmd = [str(Path(sys.executable).parent / "accelerate"), "launch", "--num_processes", "2", "--multi_gpu",
            "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "platobench", "extract",
            "--model", "demo/minilm-l6", "--dataset", "openclipart-1024", "--limit", "40", "--chunk-size", "8", "--json"]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)

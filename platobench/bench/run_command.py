@@ -49,7 +49,9 @@ def register(subparsers: Any) -> None:
             "through the cache, score whole layer grids and write one JSON record per pair x setting under "
             "OUT/<setting>/. Records whose inputs (feature entries) and setting are unchanged are not "
             "recomputed. A failing model does not lose the others' results; the run then exits 1 and lists "
-            "the failures. Example: platobench run --pairs demo --settings demo"
+            "the failures. Under a launcher (accelerate launch --multi_gpu, torchrun) the processes split "
+            "each extraction and the main process scores and writes. "
+            "Example: platobench run --pairs demo --settings demo"
         ),
     )
     p.add_argument("--pairs", required=True,
@@ -76,6 +78,7 @@ def _run(args: argparse.Namespace) -> int:
     from platobench.bench.setting_rules import check_limit
     from platobench.bench.settings import Catalog
     from platobench.bench.terminal_board import board_rows, print_board
+    from platobench.features.extract import parallel_state
     from platobench.features.store import FeatureStore
     from platobench.results import load_record
 
@@ -102,9 +105,13 @@ def _run(args: argparse.Namespace) -> int:
             print("\n".join(format_table(("model", "dataset", "params (M)", "GPU GiB", "cached"), cells,
                                          right={2, 3}, indent="  ")))
         return 0
-    print(f"platobench run: {len(pairs)} pairs x {len(settings)} settings = {len(jobs)} records -> {args.out}",
-          file=sys.stderr)
+    state = parallel_state(args.device)
+    if state is None or state.is_main_process:
+        print(f"platobench run: {len(pairs)} pairs x {len(settings)} settings = {len(jobs)} records -> {args.out}",
+              file=sys.stderr)
     summary = execute(jobs, opts, store)
+    if summary.worker:
+        return 0
     records = [load_record(Path(p)) for p in summary.record_paths]
     if args.json:
         print(json.dumps({**summary.as_dict(), "board": board_rows(records)}, indent=1))

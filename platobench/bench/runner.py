@@ -3,6 +3,7 @@ pair x setting, write one record each. A failing model or pair does not lose the
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import traceback
 from collections.abc import Mapping
@@ -18,7 +19,7 @@ from platobench.bench.zeroshot_inputs import zeroshot_inputs
 from platobench.data import get_dataset
 from platobench.encoders.runtime import resolve_device
 from platobench.errors import UserError
-from platobench.features.extract import extract, feature_key, note_limit
+from platobench.features.extract import extract, feature_key, note_limit, parallel_state
 from platobench.features.slices import cached_superset
 from platobench.features.store import FeatureEntry, FeatureStore
 from platobench.results import ResultRecord, load_record, record_path, write_record
@@ -47,12 +48,14 @@ class RunOptions:
 @dataclass
 class RunSummary:
     """`written`: record paths scored in this run; `up_to_date`: labels of jobs whose record was reused
-    (inputs unchanged); `reused`: the paths of those records; `failed`: label -> reason."""
+    (inputs unchanged); `reused`: the paths of those records; `failed`: label -> reason; `worker`: this
+    process only helped a multi-process run extract (the main process scores, writes and reports)."""
 
     written: list[str] = field(default_factory=list)
     up_to_date: list[str] = field(default_factory=list)
     reused: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
+    worker: bool = False
 
     @property
     def record_paths(self) -> list[str]:
@@ -172,6 +175,18 @@ def _up_to_date(path: Path, inputs: dict[str, Any], setting: Setting, limit: int
             and old.extra.get("limit") == limit)
 
 
+@dataclass(frozen=True)
+class Planned:
+    """A job after the checks that load no model: its scorer and record path, and the inputs with their
+    two feature-cache key digests; `inputs` None: its record is reused (`--skip-existing`, or inputs and
+    setting unchanged)."""
+
+    scorer: Scorer
+    path: Path
+    inputs: JobInputs | None
+    digests: dict[str, str] | None
+
+
 def execute(
     jobs: list[Job],
     opts: RunOptions,
@@ -179,14 +194,24 @@ def execute(
     scorers: Mapping[str, Scorer] | None = None,
 ) -> RunSummary:
     """Run every job (`score_job`); errors are caught per model and per pair and reported in the summary.
-    Every setting's inputs are built (and a failing one reported) before the first model runs. `scorers`:
-    setting kind -> scorer (None: the registered ones, `scorer_for`)."""
+    Every setting's inputs are built (and a failing one reported) and every job is planned (its record
+    reused or not) before the first model runs. `scorers`: setting kind -> scorer (None: the registered
+    ones, `scorer_for`).
+
+    Started by a launcher with several processes (`parallel_state`): the main process plans and sends the
+    plan to all, every process takes part in extracting each model its pending jobs need, once and in
+    plan order (each process encodes chunks, the main process writes the one entry), then the main
+    process alone scores and writes the records; the others read no record and return an empty summary
+    marked `worker`."""
     summary = RunSummary()
     entries: dict[tuple[str, str, str], FeatureEntry | Exception] = {}
     inputs_cache: dict[Any, Any] = {}
     dev = resolve_device(opts.device)
-    warn_limited(opts.limit)
-    prepare_inputs(jobs, opts, inputs_cache)
+    state = parallel_state(opts.device)
+    main = state is None or state.is_main_process
+    if main:
+        warn_limited(opts.limit)
+        prepare_inputs(jobs, opts, inputs_cache)
 
     def key_digest(spec: ModelSpec, inputs: JobInputs) -> str:
         data, prompt, _ = inputs.of(spec)
@@ -208,32 +233,60 @@ def execute(
             raise RuntimeError(f"features of {spec.name} on {data.name}: {got}") from got
         return got
 
-    bar = tqdm(jobs, desc="pairs x settings", unit="job", disable=not opts.progress, dynamic_ncols=True)
-    for job in bar:
+    def plan(job: Job) -> Planned:
+        if scorers is None:
+            scorer = scorer_for(job.setting.kind)
+        elif (scorer := scorers.get(job.setting.kind)) is None:
+            raise UserError(f"setting kind {job.setting.kind!r} is not supported by this runner")
+        path = record_path(opts.out, job.setting.id, job.language.name, job.vision.name)
+        if opts.skip_existing and path.is_file():
+            return Planned(scorer, path, None, None)
+        job_in = job_inputs(job.setting, opts.limit, inputs_cache)
+        # The cache key of each input is known without extracting: a record whose inputs and setting
+        # are unchanged is reused before any model runs (a fresh clone reuses the committed records).
+        digests = {"language": key_digest(job.language, job_in), "vision": key_digest(job.vision, job_in)}
+        if not opts.force and _up_to_date(path, digests, job.setting, opts.limit):
+            return Planned(scorer, path, None, None)
+        return Planned(scorer, path, job_in, digests)
+
+    planned: list[Planned | Exception] = []
+    for job in jobs if main else []:
+        try:
+            planned.append(plan(job))
+        except Exception as exc:  # noqa: BLE001 -- reported per job below
+            planned.append(exc)
+    if state is not None:
+        from accelerate.utils import broadcast_object_list
+
+        pending = [isinstance(p, Planned) and p.inputs is not None for p in planned]
+        pending = broadcast_object_list([pending])[0]
+        for job, todo in zip(jobs, pending):
+            if todo:
+                job_in = job_inputs(job.setting, opts.limit, inputs_cache)
+                for spec in (job.language, job.vision):
+                    with contextlib.suppress(RuntimeError):  # the failure is the main process's to report
+                        features(spec, job_in)
+        state.wait_for_everyone()
+        if not main:
+            summary.worker = True
+            return summary
+
+    bar = tqdm(list(zip(jobs, planned)), desc="pairs x settings", unit="job", disable=not opts.progress,
+               dynamic_ncols=True)
+    for job, p in bar:
         label = f"{job.setting.id}: {job.language.name} x {job.vision.name}"
         bar.set_postfix_str(label, refresh=True)
         try:
-            if scorers is None:
-                scorer = scorer_for(job.setting.kind)
-            elif (scorer := scorers.get(job.setting.kind)) is None:
-                raise UserError(f"setting kind {job.setting.kind!r} is not supported by this runner")
-            path = record_path(opts.out, job.setting.id, job.language.name, job.vision.name)
-            if opts.skip_existing and path.is_file():
+            if isinstance(p, Exception):
+                raise p
+            if p.inputs is None:
                 summary.up_to_date.append(label)
-                summary.reused.append(str(path))
+                summary.reused.append(str(p.path))
                 continue
-            job_in = job_inputs(job.setting, opts.limit, inputs_cache)
-            # The cache key of each input is known without extracting: a record whose inputs and setting
-            # are unchanged is reused before any model runs (a fresh clone reuses the committed records).
-            inputs = {"language": key_digest(job.language, job_in), "vision": key_digest(job.vision, job_in)}
-            if not opts.force and _up_to_date(path, inputs, job.setting, opts.limit):
-                summary.up_to_date.append(label)
-                summary.reused.append(str(path))
-                continue
-            a, b = features(job.language, job_in), features(job.vision, job_in)
-            if inputs != entry_digests(a, b):
+            a, b = features(job.language, p.inputs), features(job.vision, p.inputs)
+            if p.digests != entry_digests(a, b):
                 raise RuntimeError(f"{label}: the cache returned entries of other keys than planned")
-            record = score_job(job.setting, job.language, job.vision, (a, b), job_in, scorer=scorer,
+            record = score_job(job.setting, job.language, job.vision, (a, b), p.inputs, scorer=p.scorer,
                                extra=None if opts.limit is None else {"limit": opts.limit})
             summary.written.append(str(write_record(opts.out, record)))
         except Exception as exc:

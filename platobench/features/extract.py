@@ -11,6 +11,7 @@ is "auto" and the model runs in half precision, fall back to float32 once.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import importlib.util
 import os
@@ -308,7 +309,7 @@ def extract(
     names the source). Returns the entry (lazy per-layer [N, D_l] tensors) and the report `--json` prints."""
     check_extract_options(batch_size=batch_size, chunk_size=chunk_size, num_workers=num_workers)
     t0 = time.perf_counter()
-    state = parallel_state()
+    state = parallel_state(device)
     dev = state.device if state is not None and str(device).startswith("cuda") else resolve_device(device)
     if spec.modality == "vision":
         prompt = "image"
@@ -364,13 +365,24 @@ def _verified(store: FeatureStore, key: FeatureKey) -> FeatureEntry | None:
     return entry
 
 
-def parallel_state() -> Any:
-    """accelerate's process state when started by `accelerate launch` with several processes, else None."""
+def parallel_state(device: str | torch.device) -> Any:
+    """accelerate's process state when a launcher started several processes (WORLD_SIZE > 1: `accelerate
+    launch --multi_gpu`, `torchrun`), else None. When `device` is the CPU the processes talk over gloo
+    (accelerate's default, seeing no GPU, would leave each process alone, each its own main process). The
+    process group is destroyed at exit: left to interpreter shutdown, gloo's teardown sometimes aborts."""
     if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
         return None
     from accelerate import PartialState
 
-    return PartialState()
+    state = PartialState(cpu=resolve_device(device).type == "cpu")
+    atexit.unregister(_destroy_process_group)  # registered once however often this is called
+    atexit.register(_destroy_process_group)
+    return state
+
+
+def _destroy_process_group() -> None:
+    if torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()
 
 
 def _bar(n: int, done: int, name: str, dataset: str, progress: bool) -> Any:

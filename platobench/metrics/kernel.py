@@ -1,5 +1,6 @@
 """Centred kernel alignment (CKA; Kornblith et al. 2019, "Similarity of neural network representations
-revisited") with a linear or RBF kernel and the biased or unbiased HSIC estimator, in float64.
+revisited") with a linear or RBF kernel and the biased or unbiased HSIC estimator, in float64 (the Gram
+products of large layers in float32, see below).
 
   biased    HSIC_0(K, L) = tr(K H L H) / (n - 1)^2 with H = I - 11^T/n (Gretton et al. 2005), so
             CKA = <HKH, HLH>_F / (||HKH||_F ||HLH||_F).
@@ -10,7 +11,19 @@ revisited") with a linear or RBF kernel and the biased or unbiased HSIC estimato
             K~ = K with its diagonal zeroed, r its row sums, s its total. Needs n >= 4.
 
 Per layer the summary is the centred Gram matrix, flattened and scaled to unit norm, so a whole layer
-grid is one matrix product V_X V_Y^T ("grid == score" by construction). Kernels:
+grid is one matrix product V_X V_Y^T ("grid == score" by construction). The Gram product x x^T is
+taken of column-centred features and computes only the upper block triangle (`self_product`), in
+float32 once it is large (`FLOAT32_PRODUCT_MIN` multiply-adds), in float64 below; the U-/double
+centring (in place) and the products of summaries are float64. The float32 product moves CKA by
+< 1e-8 on random features and on features with one dimension 100x the others (tests/
+test_metrics_cka_feature_space.py checks 1e-6; benchmarks/gram_floor.py, part 2).
+
+Linear kernel, large N: a layer [N, D] with D^2 <= N, or whose N×N float64 Gram would exceed
+`GRAM_BUDGET_BYTES`, is summarised in feature space instead (platobench.metrics.linear_cka: the same
+estimators without any N×N matrix; `feature_space`). The D^2 <= N rule makes that path no slower than
+the Gram path for any pair of such layers (N Dx Dy <= N^2 per pair and per permutation draw). When a
+grid mixes both kinds (only possible within the budget), the feature-space layers are turned into
+centred Grams in `combine`. Kernels:
   linear  K = X X^T.
   rbf     K_ij = exp(-||x_i - x_j||^2 / (2 sigma^2)), sigma = sigma_frac * median of ||x_i - x_j|| over the
           pairs i < j (lower median; Kornblith et al. use a fraction of the median distance).
@@ -23,18 +36,49 @@ from typing import Any
 import torch
 
 from platobench.errors import UserError
+from platobench.metrics.linear_cka import FeatureSummary
+from platobench.metrics.linear_cka import combine as combine_features
+from platobench.metrics.linear_cka import summarize as summarize_features
 from platobench.metrics.registry import Metric, register
 from platobench.metrics.validation import DegenerateFeaturesError, check_choice, check_positive, pow2_unit
 
 KERNELS = ("linear", "rbf")
 ESTIMATORS = ("unbiased", "biased")
 _Y_CHUNK = 16  # Y layers per matrix product in `combine` (bounds the stacked copy of Y summaries)
+#: Gram products x x^T of at least this many multiply-adds (N^2 D) are computed in float32, smaller
+#: ones (which cost little) in float64; the centring and everything after it is float64.
+FLOAT32_PRODUCT_MIN = 2**27
+_PANEL_ROWS = 128  # fewest rows per panel of `self_product`
+#: Largest N×N float64 Gram matrix (bytes) that linear CKA builds per layer; beyond it, feature space.
+GRAM_BUDGET_BYTES = 2**30
 
 
-def gram(x: torch.Tensor, kernel: str, sigma_frac: float) -> torch.Tensor:
-    """Kernel matrix [N, N] float64 of the rows of x [N, D]."""
-    x = x.to(torch.float64)
-    g = x @ x.T
+def feature_space(n: int, d: int) -> bool:
+    """Whether linear CKA summarises a layer [n, d] in feature space (see the module docstring)."""
+    return d * d <= n or n * n * 8 > GRAM_BUDGET_BYTES
+
+
+def self_product(x: torch.Tensor) -> torch.Tensor:
+    """x x^T [N, N] float64 for x [N, D], computed in x's dtype: only the upper block triangle, one
+    product per panel of rows (panel i times rows i.. onward: (b + 1) / 2b of the work of a full
+    product for b panels), mirrored into the lower triangle."""
+    n = x.shape[0]
+    panels = max(1, min(8, n // _PANEL_ROWS))
+    edges = [n * i // panels for i in range(panels + 1)]
+    out = torch.empty(n, n, dtype=torch.float64, device=x.device)
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        g = x[lo:hi] @ x[lo:].T
+        out[lo:hi, lo:] = g
+        out[hi:, lo:hi] = g[:, hi - lo:].T
+    return out
+
+
+def gram(
+    x: torch.Tensor, kernel: str, sigma_frac: float, product: torch.dtype = torch.float64
+) -> torch.Tensor:
+    """Kernel matrix [N, N] float64 of the rows of x [N, D]; the inner products x x^T are computed in
+    the dtype `product`, everything after them in float64."""
+    g = self_product(x.to(product))
     if kernel == "linear":
         return g
     sq = g.diagonal()
@@ -49,44 +93,72 @@ def gram(x: torch.Tensor, kernel: str, sigma_frac: float) -> torch.Tensor:
     return torch.exp(-d2 / (2.0 * sigma2))
 
 
-def u_centre(k: torch.Tensor) -> torch.Tensor:
-    """U-centring of a symmetric [n, n] kernel (Szekely & Rizzo 2014), diagonal ignored and set to 0."""
+def u_centre_(k: torch.Tensor) -> torch.Tensor:
+    """U-centring of a symmetric [n, n] kernel (Szekely & Rizzo 2014), in place and returned; the
+    diagonal is ignored and set to 0: U_ij = K~_ij - v_i - v_j with v = r/(n-2) - s/(2(n-1)(n-2))."""
     n = k.shape[0]
-    k = k.clone()
     k.fill_diagonal_(0.0)
     r = k.sum(dim=1)
-    s = r.sum()
-    u = k - r[:, None] / (n - 2) - r[None, :] / (n - 2) + s / ((n - 1) * (n - 2))
-    u.fill_diagonal_(0.0)
-    return u
+    v = r / (n - 2) - r.sum() / (2 * (n - 1) * (n - 2))
+    k -= v[:, None]
+    k -= v[None, :]
+    return k.fill_diagonal_(0.0)
 
 
-def double_centre(k: torch.Tensor) -> torch.Tensor:
-    """H K H for H = I - 11^T/n."""
-    return k - k.mean(dim=0, keepdim=True) - k.mean(dim=1, keepdim=True) + k.mean()
+def double_centre_(k: torch.Tensor) -> torch.Tensor:
+    """H K H for H = I - 11^T/n, in place and returned."""
+    half = k.mean() / 2
+    rows, cols = k.mean(dim=1) - half, k.mean(dim=0) - half
+    k -= rows[:, None]
+    k -= cols[None, :]
+    return k
 
 
-def _summarize(x: torch.Tensor, p: dict[str, Any]) -> torch.Tensor:
-    """Unit-norm flattened centred Gram matrix of one layer: [N*N] float64. The layer is first brought
-    to max |x| in [0.5, 1) by a power of two (`pow2_unit`: exact, CKA is scale-invariant) so that the
-    Gram matrix of float64 features near the range limits neither underflows nor overflows."""
-    k = gram(pow2_unit(x), p["kernel"], p["sigma_frac"])
-    c = u_centre(k) if p["estimator"] == "unbiased" else double_centre(k)
+def _gram_summary(x: torch.Tensor, p: dict[str, Any]) -> torch.Tensor:
+    """Unit-norm flattened centred Gram matrix of one layer x [N, D]: [N*N] float64. The columns are
+    centred in float64 first (both kernels' CKA is translation invariant), so that a float32 product
+    rounds relative to the spread of the features, not to a large common offset."""
+    x = x.to(torch.float64)
+    n, d = x.shape
+    product = torch.float32 if n * n * d >= FLOAT32_PRODUCT_MIN else torch.float64
+    k = gram(x - x.mean(dim=0), p["kernel"], p["sigma_frac"], product=product)
+    c = u_centre_(k) if p["estimator"] == "unbiased" else double_centre_(k)
     norm = torch.linalg.vector_norm(c)
     if not norm > 0:
         raise DegenerateFeaturesError("cka: a layer's centred Gram matrix is zero (constant features); "
                         "CKA is undefined, expected features that vary across samples")
-    return (c / norm).flatten()
+    return c.div_(norm).view(-1)
 
 
-def _combine(sx: list[torch.Tensor], sy: list[torch.Tensor], p: dict[str, Any]) -> torch.Tensor:
+def _summarize(x: torch.Tensor, p: dict[str, Any]) -> torch.Tensor | FeatureSummary:
+    """One layer's summary: a `FeatureSummary` (linear kernel, `feature_space`) or the unit-norm
+    flattened centred Gram matrix [N*N] float64. The layer is first brought to max |x| in [0.5, 1) by a
+    power of two (`pow2_unit`: exact, CKA is scale-invariant) so that products of float64 features near
+    the range limits neither underflow nor overflow."""
+    x = pow2_unit(x)
+    if p["kernel"] == "linear" and feature_space(*x.shape):
+        return summarize_features(x, p["estimator"])
+    return _gram_summary(x, p)
+
+
+def _as_gram(s: torch.Tensor | FeatureSummary, p: dict[str, Any]) -> torch.Tensor:
+    return _gram_summary(s.x, p) if isinstance(s, FeatureSummary) else s
+
+
+def _combine(sx: list[Any], sy: list[Any], p: dict[str, Any]) -> torch.Tensor:
+    if all(isinstance(s, FeatureSummary) for s in [*sx, *sy]):
+        return combine_features(sx, sy)
+    sx, sy = [_as_gram(s, p) for s in sx], [_as_gram(s, p) for s in sy]
     vx = torch.stack(sx)
     parts = [vx @ torch.stack(sy[j:j + _Y_CHUNK]).T for j in range(0, len(sy), _Y_CHUNK)]
     return torch.cat(parts, dim=1).clamp(-1.0, 1.0)  # a cosine: only rounding can leave [-1, 1]
 
 
-def _permute(summary: torch.Tensor, perm: torch.Tensor) -> torch.Tensor:
-    """Summary of the same layer with its samples reordered: rows and columns of the Gram permuted."""
+def _permute(summary: torch.Tensor | FeatureSummary, perm: torch.Tensor) -> torch.Tensor | FeatureSummary:
+    """Summary of the same layer with its samples reordered: rows of the features, or rows and columns
+    of the Gram permuted."""
+    if isinstance(summary, FeatureSummary):
+        return summary.permuted(perm)
     n = perm.numel()
     return summary.view(n, n)[perm[:, None], perm[None, :]].reshape(-1)
 
