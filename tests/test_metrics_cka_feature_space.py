@@ -173,3 +173,15 @@ def test_self_product_is_the_gram():
     assert torch.allclose(self_product(x), x @ x.T, rtol=1e-12, atol=1e-10)
     assert self_product(x[:5]).shape == (5, 5) and torch.allclose(self_product(x[:5]), x[:5] @ x[:5].T)
     assert torch.allclose(self_product(x.float()), x @ x.T, rtol=1e-5, atol=1e-3)
+
+
+@pytest.mark.parametrize("estimator", ["biased", "unbiased"])
+def test_float32_features_with_an_offset_equal_float64(estimator):
+    """float32 features with a common offset of 1e3 and one dimension 100x the others (float32 product,
+    float32 centring by the rounded float64 mean) against the literal estimator on the same values."""
+    x, y = pair(512, 512, 512, seed=12, shift=1e3)
+    x[:, 0] *= 100.0
+    x32, y32 = torch.from_numpy(x).float(), torch.from_numpy(y).float()
+    x64, y64 = x32.double().numpy(), y32.double().numpy()
+    want = cka_literal(x64 - x64.mean(0), y64 - y64.mean(0), estimator)
+    assert score("cka", x32, y32, estimator=estimator) == pytest.approx(want, rel=1e-6)

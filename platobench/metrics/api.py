@@ -109,8 +109,10 @@ IDENTICAL_ULPS = 4
 def check_varies(layer: torch.Tensor, label: str, preprocess: str = "none") -> None:
     """Refuse a prepared layer [N, D] whose N rows are all identical up to rounding (every |x_ij - x_0j|
     <= IDENTICAL_ULPS eps max|x|, eps of its dtype): DegenerateFeaturesError naming the layer."""
-    spread = float((layer - layer[0]).abs().amax())
-    if spread <= IDENTICAL_ULPS * torch.finfo(layer.dtype).eps * float(layer.abs().amax()):
+    low, high = layer.amin(dim=0), layer.amax(dim=0)  # per column, no [N, D] temporary
+    spread = float(torch.maximum(high - layer[0], layer[0] - low).amax())  # = max |x_ij - x_0j|
+    peak = float(torch.maximum(high, -low).amax())
+    if spread <= IDENTICAL_ULPS * torch.finfo(layer.dtype).eps * peak:
         after = "" if preprocess == "none" else f" after preprocess {preprocess!r}"
         raise DegenerateFeaturesError(
             f"{label} is degenerate: all {layer.shape[0]} rows are identical{after} (constant across samples, "

@@ -39,6 +39,7 @@ from platobench.errors import UserError
 from platobench.metrics.linear_cka import FeatureSummary
 from platobench.metrics.linear_cka import combine as combine_features
 from platobench.metrics.linear_cka import summarize as summarize_features
+from platobench.metrics.products import self_product
 from platobench.metrics.registry import Metric, register
 from platobench.metrics.validation import DegenerateFeaturesError, check_choice, check_positive, pow2_unit
 
@@ -48,7 +49,6 @@ _Y_CHUNK = 16  # Y layers per matrix product in `combine` (bounds the stacked co
 #: Gram products x x^T of at least this many multiply-adds (N^2 D) are computed in float32, smaller
 #: ones (which cost little) in float64; the centring and everything after it is float64.
 FLOAT32_PRODUCT_MIN = 2**27
-_PANEL_ROWS = 128  # fewest rows per panel of `self_product`
 #: Largest N×N float64 Gram matrix (bytes) that linear CKA builds per layer; beyond it, feature space.
 GRAM_BUDGET_BYTES = 2**30
 
@@ -56,21 +56,6 @@ GRAM_BUDGET_BYTES = 2**30
 def feature_space(n: int, d: int) -> bool:
     """Whether linear CKA summarises a layer [n, d] in feature space (see the module docstring)."""
     return d * d <= n or n * n * 8 > GRAM_BUDGET_BYTES
-
-
-def self_product(x: torch.Tensor) -> torch.Tensor:
-    """x x^T [N, N] float64 for x [N, D], computed in x's dtype: only the upper block triangle, one
-    product per panel of rows (panel i times rows i.. onward: (b + 1) / 2b of the work of a full
-    product for b panels), mirrored into the lower triangle."""
-    n = x.shape[0]
-    panels = max(1, min(8, n // _PANEL_ROWS))
-    edges = [n * i // panels for i in range(panels + 1)]
-    out = torch.empty(n, n, dtype=torch.float64, device=x.device)
-    for lo, hi in zip(edges[:-1], edges[1:]):
-        g = x[lo:hi] @ x[lo:].T
-        out[lo:hi, lo:] = g
-        out[hi:, lo:hi] = g[:, hi - lo:].T
-    return out
 
 
 def gram(
@@ -116,12 +101,19 @@ def double_centre_(k: torch.Tensor) -> torch.Tensor:
 
 def _gram_summary(x: torch.Tensor, p: dict[str, Any]) -> torch.Tensor:
     """Unit-norm flattened centred Gram matrix of one layer x [N, D]: [N*N] float64. The columns are
-    centred in float64 first (both kernels' CKA is translation invariant), so that a float32 product
-    rounds relative to the spread of the features, not to a large common offset."""
-    x = x.to(torch.float64)
+    centred first (both kernels' CKA is translation invariant), so that a float32 product rounds
+    relative to the spread of the features, not to a large common offset. For float32 features and a
+    float32 product the float64 column mean is rounded to float32 and subtracted in float32: the
+    rounding of the mean is one more translation, which the centring of the Gram removes."""
     n, d = x.shape
-    product = torch.float32 if n * n * d >= FLOAT32_PRODUCT_MIN else torch.float64
-    k = gram(x - x.mean(dim=0), p["kernel"], p["sigma_frac"], product=product)
+    if n * n * d >= FLOAT32_PRODUCT_MIN and x.dtype == torch.float32:
+        xc, product = x - x.mean(dim=0, dtype=torch.float64).float(), torch.float32
+    elif n * n * d >= FLOAT32_PRODUCT_MIN:  # float64 features: centred before rounding to float32
+        xc, product = (x - x.mean(dim=0)).float(), torch.float32
+    else:
+        x = x.to(torch.float64)
+        xc, product = x - x.mean(dim=0), torch.float64
+    k = gram(xc, p["kernel"], p["sigma_frac"], product=product)
     c = u_centre_(k) if p["estimator"] == "unbiased" else double_centre_(k)
     norm = torch.linalg.vector_norm(c)
     if not norm > 0:

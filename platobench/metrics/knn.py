@@ -28,12 +28,12 @@ unchanged (cknna's ratio of HSICs is also unchanged by the scale c^2 of the inne
 Translation is not declared: X + v changes <x_i, x_j> by <x_i + x_j, v> + |v|^2, which reorders neighbours.
 
 Layer grids (see platobench.metrics.registry): the per-layer summary is the neighbour lists
-(`KnnSets`, O(N k) memory); `combine` rebuilds the 0/1 neighbour indicators of a block of samples for
-all layers at once and combines every layer pair with batched matrix products.  mutual_knn:
-counts = V_X V_Yᵀ with V [L, N·N] (exact integer sums in float32); cycle_knn: per-sample batched
-products R_X(i) V_Y(i)ᵀ, R the reverse-neighbour indicator; lcs_knn: the k×k LCS dynamic programme,
-each row one `cummax`, vectorised over layer pairs and samples; cknna: the four HSIC terms from
-batched products of masked kernels.
+(`KnnSets`, O(N k) memory, found by platobench.metrics.knn_search without any N×N matrix at large N);
+`combine` works on the lists of every layer at once, over blocks of samples.  mutual_knn and
+cycle_knn compare k-lists elementwise (O(N k²) per layer pair); lcs_knn runs the k×k LCS dynamic
+programme, each row one `cummax`, vectorised over layer pairs and samples; cknna rebuilds the dense
+masked kernels of a block of rows and takes the four HSIC terms from batched products (O(N²) time per
+layer pair, memory bounded by `BLOCK_BYTES`).
 
 Permutation nulls: `permute_knn(sets, perm)` returns the neighbour lists of `Y[perm]` from those of
 `Y` without recomputing any inner product (exact, including ties); it is registered on every metric
@@ -43,181 +43,14 @@ here as `Metric.extra["permute"]`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from platobench.errors import UserError
+from platobench.metrics.knn_search import BACKENDS, BLOCK_BYTES, KnnSets, knn_sets, permute_knn
 from platobench.metrics.registry import Metric, register
 from platobench.metrics.validation import check_int, pow2_unit
-
-BACKENDS = ("torch", "faiss")
-#: Bytes of dense temporaries a chunked step may allocate (kNN similarity rows, indicator blocks).
-BLOCK_BYTES = 256 * 2**20
-
-
-@dataclass(frozen=True)
-class KnnSets:
-    """The k nearest neighbours (by inner product, self excluded) of every sample of one layer.
-
-    idx [N, k] int64: neighbours of sample i by decreasing inner product, ties by lower index.
-    sim [N, k]: the inner products <x_i, x_idx[i, m]> (the features' dtype; float32 for faiss).
-    tie_rows, tie_cols [T] int64: for each row whose k-th inner product is shared by more samples than
-        the list has room for, every (i, j), j != i, with <x_i, x_j> == sim[i, k-1]. These let
-        `permute_knn` re-break ties by the new lower index after relabelling.
-    """
-
-    idx: torch.Tensor
-    sim: torch.Tensor
-    tie_rows: torch.Tensor
-    tie_cols: torch.Tensor
-
-    @property
-    def n(self) -> int:
-        return int(self.idx.shape[0])
-
-    @property
-    def k(self) -> int:
-        return int(self.idx.shape[1])
-
-
-def _sort_lists(idx: torch.Tensor, sim: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Order each row [N, k] by decreasing `sim`, ties by increasing `idx` (two stable sorts)."""
-    by_index = idx.sort(dim=1, stable=True).indices
-    idx, sim = idx.gather(1, by_index), sim.gather(1, by_index)
-    by_sim = sim.sort(dim=1, descending=True, stable=True).indices
-    return idx.gather(1, by_sim), sim.gather(1, by_sim)
-
-
-def _chunk_rows(n: int, itemsize: int) -> int:
-    return max(1, min(n, BLOCK_BYTES // (4 * max(1, n * itemsize))))
-
-
-def _knn_rows(x: torch.Tensor, k: int, rows: torch.Tensor) -> KnnSets:
-    """Exact kNN of the samples `rows` [R] of x [N, D] against all N (tie_rows index into `rows`).
-
-    `topk(k + 1)` gives the list directly for rows whose k-th and (k+1)-th scores differ (sorted by
-    (score desc, index asc) afterwards). Rows with a tie at the boundary — topk would pick among the
-    tied samples arbitrarily — take the lowest tied indices, and their tied candidates are kept."""
-    n = x.shape[0]
-    r = torch.arange(len(rows), device=x.device)
-    s = x[rows] @ x.T  # [R, N]
-    s[r, rows] = float("-inf")
-    top = s.topk(min(k + 1, n), dim=1)
-    if not torch.isfinite(top.values[:, :k]).all() or top.values.isnan().any():
-        raise UserError("features are too large: inner products overflow to inf/NaN; rescale the input")
-    idx, sim = _sort_lists(top.indices[:, :k], top.values[:, :k])
-    empty = torch.empty(0, dtype=torch.long, device=x.device)
-    if k + 1 > n - 1:  # every other sample is a neighbour: no boundary
-        return KnnSets(idx, sim, empty, empty)
-    boundary = (top.values[:, k] == top.values[:, k - 1]).nonzero().flatten()
-    if len(boundary) == 0:
-        return KnnSets(idx, sim, empty, empty)
-    s = s[boundary]
-    kth = top.values[boundary, k - 1 : k]  # [B, 1]
-    above, tied = s > kth, s == kth
-    tied[torch.arange(len(boundary), device=x.device), rows[boundary]] = False
-    room = k - above.sum(1, keepdim=True)  # >= 1 tied slots per row
-    take = above | (tied & (tied.cumsum(1) <= room))
-    cols = take.nonzero()[:, 1].view(len(boundary), k)  # row-major: ascending index within a row
-    idx[boundary], sim[boundary] = _sort_lists(cols, s.gather(1, cols))
-    tie_r, tie_c = tied.nonzero(as_tuple=True)  # tied.sum(1) > room on every boundary row
-    return KnnSets(idx, sim, boundary[tie_r], tie_c)
-
-
-def _knn_torch(x: torch.Tensor, k: int) -> KnnSets:
-    """Exact kNN by blocks of rows of X Xᵀ (on x's device). Memory: a few [block, N] temporaries."""
-    n = x.shape[0]
-    step = _chunk_rows(n, x.element_size())
-    parts = []
-    for lo in range(0, n, step):
-        part = _knn_rows(x, k, torch.arange(lo, min(n, lo + step), device=x.device))
-        parts.append((part, lo))
-    return KnnSets(
-        torch.cat([p.idx for p, _ in parts]),
-        torch.cat([p.sim for p, _ in parts]),
-        torch.cat([p.tie_rows + lo for p, lo in parts]),
-        torch.cat([p.tie_cols for p, _ in parts]),
-    )
-
-
-def _knn_faiss(x: torch.Tensor, k: int) -> KnnSets:
-    """kNN with a faiss exact inner-product index (float32). faiss orders equal scores arbitrarily, so
-    we retrieve k + 2 candidates, re-break ties by the lower index, and recompute with the torch
-    backend any row whose k-th score equals the next one (the tie may extend past what faiss
-    returned). Scores come from faiss's own BLAS call: near-ties (~float32 eps) can resolve differently
-    from the torch backend."""
-    import faiss  # optional dependency, imported on use
-
-    n = x.shape[0]
-    xs = x.detach().to("cpu", torch.float32).contiguous()
-    if n <= k + 2:
-        return _knn_torch(xs, k)
-    index = faiss.IndexFlatIP(xs.shape[1])
-    index.add(xs.numpy())
-    scores, found = index.search(xs.numpy(), k + 2)
-    scores, found = torch.from_numpy(scores), torch.from_numpy(found)
-    if not torch.isfinite(scores).all():
-        raise UserError("features are too large: inner products overflow to inf/NaN; rescale the input")
-    self_hit = found == torch.arange(n).unsqueeze(1)
-    # Drop self (or the last candidate when self was not retrieved): k + 1 candidates per row.
-    drop = torch.where(self_hit.any(1), self_hit.to(torch.int8).argmax(1), torch.full((n,), k + 1))
-    keep = torch.ones_like(self_hit)
-    keep[torch.arange(n), drop] = False
-    cand, cand_sim = _sort_lists(found[keep].view(n, k + 1), scores[keep].view(n, k + 1))
-    idx, sim = cand[:, :k].contiguous(), cand_sim[:, :k].contiguous()
-    redo = (cand_sim[:, k] == cand_sim[:, k - 1]).nonzero().flatten()
-    tie_rows = tie_cols = torch.empty(0, dtype=torch.long)
-    if len(redo):
-        exact = _knn_rows(xs, k, redo)
-        idx[redo], sim[redo] = exact.idx, exact.sim
-        tie_rows, tie_cols = redo[exact.tie_rows], exact.tie_cols
-    dev = x.device
-    return KnnSets(idx.to(dev), sim.to(dev), tie_rows.to(dev), tie_cols.to(dev))
-
-
-def knn_sets(x: torch.Tensor, k: int, *, backend: str = "torch") -> KnnSets:
-    """Exact k nearest neighbours by inner product of every row of x [N, D], self excluded, ties by
-    the lower index. backend "torch" (default; chunked, runs on x's device) or "faiss" (CPU,
-    IndexFlatIP, float32; for large N)."""
-    if backend == "torch":
-        return _knn_torch(x, k)
-    if backend == "faiss":
-        return _knn_faiss(x, k)
-    raise UserError(f"backend must be one of {list(BACKENDS)}, got {backend!r}")
-
-
-def permute_knn(sets: KnnSets, perm: Any) -> KnnSets:
-    """Neighbour lists of Y[perm] given those of Y (row a of Y[perm] is row perm[a] of Y).
-
-    Exact, ties included: equal scores are re-broken by the new lower index using the stored tied
-    candidates. Cost O(N k log k + T). `perm` is a permutation of range(N) (tensor or sequence)."""
-    n = sets.n
-    perm = torch.as_tensor(perm, dtype=torch.long, device=sets.idx.device)
-    if perm.shape != (n,) or not torch.equal(perm.sort().values, torch.arange(n, device=perm.device)):
-        raise UserError(f"perm must be a permutation of range({n}), got shape {tuple(perm.shape)}")
-    inv = torch.empty_like(perm)
-    inv[perm] = torch.arange(n, device=perm.device)
-    idx, sim = inv[sets.idx[perm]], sets.sim[perm]
-    tie_rows, tie_cols = inv[sets.tie_rows], inv[sets.tie_cols]
-    if len(tie_rows):
-        key = tie_rows * n + tie_cols
-        order = key.argsort()
-        tie_rows, tie_cols = tie_rows[order], tie_cols[order]
-        kth = sim[:, -1:]
-        slots = sim == kth  # tied slots of every row
-        room = slots.sum(1)
-        first = torch.searchsorted(tie_rows, tie_rows, right=False)
-        rank = torch.arange(len(tie_rows), device=tie_rows.device) - first
-        chosen = rank < room[tie_rows]
-        has_ties = torch.zeros(n, dtype=torch.bool, device=idx.device)
-        has_ties[tie_rows] = True
-        fill = slots & has_ties.unsqueeze(1)
-        idx[fill] = tie_cols[chosen]  # both in row-major order, `room` entries per row
-    idx, sim = _sort_lists(idx, sim)
-    return KnnSets(idx, sim, tie_rows, tie_cols)
-
 
 # ---------------------------------------------------------------------------------------------
 # Dense indicator blocks for batched layer combination.
@@ -269,31 +102,33 @@ def _check_same_n(sx: Sequence[KnnSets], sy: Sequence[KnnSets]) -> tuple[int, in
 
 
 def combine_mutual(sx: Sequence[KnnSets], sy: Sequence[KnnSets], params: dict[str, Any]) -> torch.Tensor:
-    """mutual_knn grid: V_X V_Yᵀ over blocks of samples (0/1 sums are exact in float32)."""
+    """mutual_knn grid: |N_X(i) ∩ N_Y(i)| by comparing the two k-lists of every sample (a list holds
+    distinct samples, so each shared neighbour matches once): O(N k²) per layer pair, no N×N block."""
     n, k = _check_same_n(sx, sy)
     ix, iy = _stack(sx, "idx"), _stack(sy, "idx")
     counts = torch.zeros(len(sx), len(sy), dtype=torch.float64, device=ix.device)
-    step = _samples_per_block(n, 4 * n * (len(sx) + len(sy)))
-    for lo in range(0, n, step):
-        hi = min(n, lo + step)
-        vx = _rows_block(ix, lo, hi, None, torch.float32).flatten(1)
-        vy = _rows_block(iy, lo, hi, None, torch.float32).flatten(1)
-        counts += (vx @ vy.T).double()
+    step = _samples_per_block(n, len(sy) * k * k)
+    for a in range(len(sx)):
+        for lo in range(0, n, step):
+            hi = min(n, lo + step)
+            shared = ix[a, None, lo:hi, :, None] == iy[:, lo:hi, None, :]  # [Ly, c, k, k]
+            counts[a] += shared.flatten(1).sum(1).double()
     return counts / (n * k)
 
 
 def combine_cycle(sx: Sequence[KnnSets], sy: Sequence[KnnSets], params: dict[str, Any]) -> torch.Tensor:
-    """cycle_knn grid: per sample i, count_i[x, y] = Σ_j V_Y[y, i, j] R_X[x, i, j] (R the reverse
-    neighbours of X) by a batched product over a block of samples; score = mean_i 1[count_i > 0]."""
-    n, _ = _check_same_n(sx, sy)
+    """cycle_knn grid: sample i is hit when some j ∈ N_Y(i) has i ∈ N_X(j); the X-lists of the k
+    Y-neighbours are gathered and searched for i: O(N k²) per layer pair, no N×N block."""
+    n, k = _check_same_n(sx, sy)
     ix, iy = _stack(sx, "idx"), _stack(sy, "idx")
     hits = torch.zeros(len(sx), len(sy), dtype=torch.float64, device=ix.device)
-    step = _samples_per_block(n, 4 * (2 * n * (len(sx) + len(sy)) + len(sx) * len(sy)))
-    for lo in range(0, n, step):
-        hi = min(n, lo + step)
-        rx = _cols_block(ix, lo, hi, None, torch.float32).transpose(0, 1)  # [c, Lx, N]
-        vy = _rows_block(iy, lo, hi, None, torch.float32).permute(1, 2, 0)  # [c, N, Ly]
-        hits += (torch.bmm(rx, vy) > 0.5).sum(0).double()
+    step = _samples_per_block(n, 9 * len(sy) * k * k)
+    for a in range(len(sx)):
+        for lo in range(0, n, step):
+            hi = min(n, lo + step)
+            back = ix[a][iy[:, lo:hi]]  # [Ly, c, k, k]: X-lists of the Y-neighbours of lo..hi
+            me = torch.arange(lo, hi, device=ix.device)[None, :, None, None]
+            hits[a] += (back == me).flatten(2).any(2).sum(1).double()
     return hits / n
 
 

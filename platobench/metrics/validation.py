@@ -58,12 +58,17 @@ def pow2_unit(x: torch.Tensor) -> torch.Tensor:
     on normal inputs, while inner products of tiny (1e-30 in float32) or huge (1e300 in float64)
     features no longer underflow or overflow. The factor is applied in two halves so that each is
     representable even when x is subnormal."""
-    peak = float(x.abs().amax())
+    if x.numel() == 0:
+        return x
+    low, high = torch.aminmax(x)  # one pass, no |x| temporary
+    peak = max(-float(low), float(high))
     if not 0.0 < peak < math.inf:
         return x
     e = math.frexp(peak)[1]  # peak = m 2^e, 0.5 <= m < 1
     if e == 0:
         return x
+    if abs(e) < 100:  # 2^-e is a normal number of every float dtype: one exact product
+        return x * 2.0**-e
     a = -e // 2
     return x * 2.0**a * 2.0 ** (-e - a)
 
