@@ -1,29 +1,32 @@
-"""Benchmark of the CKA Gram path at the floor (platobench.metrics.kernel) against the previous engine.
+"""Benchmark of the layer-grid engine at the floor (Grams and kNN search) against an earlier engine.
 
-Part 1 (same run, same features): N samples, model X with 33 layers and model Y with 25 layers of width
-`--width` (random float32 features), preprocess "l2", the [33, 25] `layer_grid` of unbiased linear CKA and
-of mutual kNN (k=10). "before" is the engine of the last commit: the metric modules as `git show HEAD:`
-prints them, loaded into temporary modules and swapped into the registry for the timing; "after" is this
-checkout. Best of `--repeats` runs each, the two engines interleaved; ratio and max abs difference of the
-two grids. mutual kNN is a control when knn.py has not changed since the last commit (ratio ~1).
+Part 1 (same run, same features): N samples, model X with 33 layers and model Y with 25 layers, each
+`--width` wide (default 0: the PRH validation shapes, X 4096 wide and Y 1024 wide), random float32
+features, preprocess "l2", the [33, 25] `layer_grid` of unbiased linear CKA and of mutual kNN (k=10).
+"before" is the whole `platobench` package at git revision `--before` (default de475b6, the engine
+before the bounded-memory work), unpacked with `git archive`; "after" is this checkout. Each engine runs
+in its own process (PYTHONPATH), the two interleaved, best of `--repeats` timings each; ratio and max
+abs difference of the two grids.
 
-Part 2 (the Gram product, one layer [N, width]): torch float64 `x @ x.T` (gemm; the previous engine),
-`kernel.self_product` (upper block triangle; this engine), numpy `x @ x.T` (OpenBLAS syrk), each in
+Part 2 (the Gram product, one layer [N, width or 1024]): torch float64 `x @ x.T` (gemm),
+`products.self_product` (recursive halving; this engine), numpy `x @ x.T` (OpenBLAS syrk), each in
 float64 and float32, followed by float64 U-centring; time per product and the unbiased CKA difference
 against the float64 gemm on random features and on features with one dimension 100x the others.
 Numpy runs last: its OpenBLAS threads compete with torch's on the same cores.
 
-    python benchmarks/gram_floor.py                     # 2 threads (torch and BLAS), N = width = 1024
+    python benchmarks/gram_floor.py                     # 2 threads, N = 1024, 33x4096 vs 25x1024
+    python benchmarks/gram_floor.py --width 1024        # every layer 1024 wide
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
+import tempfile
 import time
-import types
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -32,27 +35,9 @@ import numpy as np
 import torch
 from threadpoolctl import threadpool_limits
 
-from platobench.metrics import layer_grid, registry
-from platobench.metrics.kernel import self_product, u_centre_
-
 ROOT = Path(__file__).resolve().parents[1]
 METRICS = {"cka": {"kernel": "linear", "estimator": "unbiased"}, "mutual_knn": {"k": 10}}
-MODULES = {"cka": "kernel", "mutual_knn": "knn"}
-
-
-def head_metric(metric: str) -> registry.Metric:
-    """The `Metric` of the last commit's module (its `register` calls are not applied)."""
-    name = MODULES[metric]
-    src = subprocess.run(["git", "show", f"HEAD:platobench/metrics/{name}.py"], cwd=ROOT, check=True,
-                         capture_output=True, text=True).stdout
-    module, found = types.ModuleType(f"head_{name}"), {}
-    register = registry.register
-    registry.register = lambda m: found.setdefault(m.id, m)
-    try:
-        exec(compile(src, f"HEAD:{name}.py", "exec"), module.__dict__)
-    finally:
-        registry.register = register
-    return found[metric]
+BEFORE = "de475b6"
 
 
 def best_of(fn: Callable[[], torch.Tensor], repeats: int) -> tuple[float, torch.Tensor]:
@@ -64,33 +49,54 @@ def best_of(fn: Callable[[], torch.Tensor], repeats: int) -> tuple[float, torch.
     return min(times), out
 
 
-def part1(n: int, width: int, repeats: int) -> list[dict]:
+def _worker(metric: str, n: int, width: int, out: str) -> None:
+    """In a child process: seconds of one [33, 25] grid after a warm-up; the grid saved to `out`."""
+    from platobench.metrics import layer_grid
+
     g = torch.Generator().manual_seed(0)
-    xs = [torch.randn(n, width, generator=g) for _ in range(33)]
-    ys = [torch.randn(n, width, generator=g) for _ in range(25)]
+    xs = [torch.randn(n, 4096 if width == 0 else width, generator=g) for _ in range(33)]
+    ys = [torch.randn(n, 1024 if width == 0 else width, generator=g) for _ in range(25)]
+    run = partial(layer_grid, metric, xs, ys, preprocess="l2", **METRICS[metric])
+    run()  # warm-up
+    seconds, grid = best_of(run, 1)
+    torch.save(grid, out)
+    print(json.dumps({"seconds": seconds}))
+
+
+def _tree(rev: str, folder: Path) -> Path:
+    """The `platobench` package as of git revision `rev`, unpacked under `folder`."""
+    archive = subprocess.run(["git", "archive", rev, "platobench"], cwd=ROOT, check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+    return folder
+
+
+def part1(n: int, width: int, repeats: int, before: str, threads: int) -> list[dict]:
+    """Both engines in child processes (PYTHONPATH = the old tree or this checkout), interleaved."""
     rows = []
-    for metric, params in METRICS.items():
-        engines = {"after": registry.get_metric(metric), "before": head_metric(metric)}
-        run = partial(layer_grid, metric, xs, ys, preprocess="l2", **params)
-        seconds, grids = {"before": [], "after": []}, {}
-        for _ in range(repeats):  # interleaved, so that a change of machine load hits both engines
-            for which, engine in engines.items():
-                registry._REGISTRY[metric] = engine
-                try:
-                    t, grids[which] = best_of(run, 1)
-                finally:
-                    registry._REGISTRY[metric] = engines["after"]
-                seconds[which].append(t)
-        before, after = min(seconds["before"]), min(seconds["after"])
-        old_grid, new_grid = grids["before"], grids["after"]
-        rows.append({"metric": metric, "n": n, "grid": f"33x{width} vs 25x{width}", "before_s": before,
-                     "after_s": after, "speedup": before / after,
-                     "max_abs_diff": float((old_grid - new_grid).abs().max())})
+    with tempfile.TemporaryDirectory() as tmp:
+        trees = {"before": _tree(before, Path(tmp)), "after": ROOT}
+        for metric in METRICS:
+            seconds: dict[str, list[float]] = {"before": [], "after": []}
+            for _ in range(repeats):  # interleaved, so that a change of machine load hits both engines
+                for which, tree in trees.items():
+                    env = {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": str(threads)}
+                    cmd = [sys.executable, __file__, "--worker", metric, "--n", str(n), "--width", str(width),
+                           "--threads", str(threads), "--grid-out", f"{tmp}/{which}-{metric}.pt"]
+                    out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
+                    seconds[which].append(json.loads(out.strip().splitlines()[-1])["seconds"])
+            old, new = (torch.load(f"{tmp}/{w}-{metric}.pt") for w in ("before", "after"))
+            before_s, after_s = min(seconds["before"]), min(seconds["after"])
+            shape = "33x4096 vs 25x1024" if width == 0 else f"33x{width} vs 25x{width}"
+            rows.append({"metric": metric, "n": n, "grid": shape, "before": before, "before_s": before_s,
+                         "after_s": after_s, "speedup": before_s / after_s,
+                         "max_abs_diff": float((old - new).abs().max())})
     return rows
 
 
 def _cka(gram: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, y: torch.Tensor) -> float:
     """Unbiased linear CKA from the Gram products `gram` of column-centred x, y (float64 centring)."""
+    from platobench.metrics.kernel import u_centre_
+
     u, v = (u_centre_(gram(a - a.mean(dim=0)).double()) for a in (x, y))
     return float((u * v).sum() / (torch.linalg.vector_norm(u) * torch.linalg.vector_norm(v)))
 
@@ -101,6 +107,9 @@ def _numpy_product(a: torch.Tensor) -> torch.Tensor:
 
 
 def part2(n: int, width: int, repeats: int) -> list[dict]:
+    from platobench.metrics.products import self_product
+
+    width = width or 1024
     g = torch.Generator().manual_seed(1)
     x = torch.randn(n, width, generator=g, dtype=torch.float64)
     y = x[:, : width // 2].repeat(1, 2) + torch.randn(n, width, generator=g, dtype=torch.float64)
@@ -108,7 +117,7 @@ def part2(n: int, width: int, repeats: int) -> list[dict]:
     x_dom[:, 0] *= 100.0  # one dominant dimension, like a language model's massive activations
     variants = {
         "torch float64 x @ x.T (gemm; previous engine)": lambda a: a @ a.T,
-        "torch float64 self_product (upper block triangle)": self_product,
+        "torch float64 self_product (recursive halving)": self_product,
         "numpy float64 x @ x.T (syrk)": _numpy_product,
         "torch float32 x @ x.T": lambda a: a.float() @ a.float().T,
         "torch float32 self_product (this engine at N^2 D >= 2^27)": lambda a: self_product(a.float()),
@@ -140,14 +149,23 @@ def _markdown(rows1: list[dict], rows2: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=1024, help="samples per layer (default 1024)")
-    ap.add_argument("--width", type=int, default=1024, help="width of every layer (default 1024)")
+    ap.add_argument("--width", type=int, default=0,
+                    help="width of every layer (default 0: X 4096 wide, Y 1024 wide)")
+    ap.add_argument("--before", default=BEFORE, help=f"git revision of the engine compared (default {BEFORE})")
+    ap.add_argument("--part", choices=["1", "2", "all"], default="all")
+    ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)  # metric: one child timing
+    ap.add_argument("--grid-out", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--threads", type=int, default=2, help="torch and BLAS threads (default 2)")
     ap.add_argument("--repeats", type=int, default=3, help="runs per engine, best kept (default 3)")
     ap.add_argument("--json", action="store_true", help="print JSON instead of markdown")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
+    if args.worker:
+        _worker(args.worker, args.n, args.width, args.grid_out)
+        return 0
+    rows1 = part1(args.n, args.width, args.repeats, args.before, args.threads) if args.part != "2" else []
     with threadpool_limits(limits=args.threads):
-        rows1, rows2 = part1(args.n, args.width, args.repeats), part2(args.n, args.width, args.repeats)
+        rows2 = part2(args.n, args.width, args.repeats) if args.part != "1" else []
     if args.json:
         print(json.dumps({"part1": rows1, "part2": rows2}, indent=1))
     else:

@@ -29,6 +29,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "platobench.theory.commands",
     "platobench.jepa.commands",
     "platobench.stitch.commands",
+    "platobench.scaling.commands",
 )
 
 

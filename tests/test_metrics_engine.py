@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from platobench.errors import UserError
-from platobench.metrics import get_metric, layer_grid, list_metrics, score, summarize_layers
+from platobench.metrics import UndefinedScoreError, api, get_metric, layer_grid, list_metrics, score, summarize_layers
 
 
 def layers(n: int, widths: Sequence[int], seed: int) -> list[torch.Tensor]:
@@ -140,3 +140,28 @@ def test_permute_without_hook_is_refused():
     s = summarize_layers(no_hook[0].id, XS, YS)
     with pytest.raises(UserError, match="no cheap permutation"):
         s.grid(perm=torch.arange(48))
+
+
+@pytest.mark.parametrize("metric", ["mutual_knn", "cka", "cknna"])
+def test_grid_in_blocks_of_x_layers_equals_the_whole_grid(monkeypatch, metric):
+    """layer_grid combines X layers a block at a time (GRID_BLOCK_BYTES); one layer per block gives the
+    grid of all summaries at once (bit for bit where a cell does not depend on the block, to rounding for
+    CKA's product of flattened Grams)."""
+    g = torch.Generator().manual_seed(5)
+    xs = [torch.randn(60, w, generator=g) for w in (8, 16, 4)]
+    ys = [torch.randn(60, w, generator=g) for w in (5, 12)]
+    whole = summarize_layers(metric, xs, ys, preprocess="l2").grid()
+    monkeypatch.setattr(api, "GRID_BLOCK_BYTES", 1)
+    blocked = layer_grid(metric, xs, ys, preprocess="l2")
+    assert torch.allclose(blocked, whole, rtol=0, atol=1e-12)
+    if metric != "cka":
+        assert torch.equal(blocked, whole)
+
+
+def test_undefined_cell_is_named_with_its_layer_across_blocks(monkeypatch):
+    x = np.array([[-3, -3], [0, 0], [-1, -1], [-1, -1], [-1, -1], [-2, -2]], np.float64)
+    y = np.array([[-1, 0], [0, 0], [0, 0], [0, 0], [0, 1], [0, -1]], np.float64)
+    ok, ok2 = (np.random.default_rng(seed).standard_normal((6, 3)) for seed in (0, 1))
+    monkeypatch.setattr(api, "GRID_BLOCK_BYTES", 1)
+    with pytest.raises(UndefinedScoreError, match=r"first \(Xs\[2\], Ys\[0\]\)"):
+        layer_grid("cknna", [ok, x, y], [ok2], k=2)  # y's self-HSIC is <= 0

@@ -21,7 +21,7 @@ no longer underflow (every kNN distance tied) or overflow.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,21 +85,27 @@ class LayerSummaries:
             if permute is None:
                 raise UserError(f"metric {self.metric.id!r} has no cheap permutation of its summaries")
             sy = [permute(s, perm) for s in sy]
-        grid = self.metric.combine(self.x, sy, self.params)
-        if grid.shape != (len(self.x), len(sy)):
-            raise AssertionError(
-                f"metric {self.metric.id} returned grid {tuple(grid.shape)}, expected {(len(self.x), len(sy))}"
-            )
-        bad = (~torch.isfinite(grid)).nonzero()
-        if len(bad):
-            i, j = (int(v) for v in bad[0])
-            raise UndefinedScoreError(
-                f"metric {self.metric.id} is undefined for {len(bad)} layer pair(s), first "
-                f"({self.labels[0].replace('{i}', str(i))}, {self.labels[1].replace('{i}', str(j))}): "
-                "its normaliser is zero or negative on these features (cknna: a layer's self-HSIC <= 0)"
-            )
-        return grid.to(torch.float64)
+        return _checked(self.metric, self.metric.combine(self.x, sy, self.params), (len(self.x), len(sy)),
+                        self.labels)
 
+
+def _checked(metric: Metric, grid: torch.Tensor, shape: tuple[int, int], labels: tuple[str, str]) -> torch.Tensor:
+    """The combined grid as float64 [Lx, Ly]; UndefinedScoreError naming the first non-finite cell."""
+    if grid.shape != shape:
+        raise AssertionError(f"metric {metric.id} returned grid {tuple(grid.shape)}, expected {shape}")
+    bad = (~torch.isfinite(grid)).nonzero()
+    if len(bad):
+        i, j = (int(v) for v in bad[0])
+        raise UndefinedScoreError(
+            f"metric {metric.id} is undefined for {len(bad)} layer pair(s), first "
+            f"({labels[0].replace('{i}', str(i))}, {labels[1].replace('{i}', str(j))}): "
+            "its normaliser is zero or negative on these features (cknna: a layer's self-HSIC <= 0)"
+        )
+    return grid.to(torch.float64)
+
+
+#: Bytes of X-layer summaries `layer_grid` holds at once (every Y summary is held).
+GRID_BLOCK_BYTES = 2**30
 
 #: Rows that differ by at most this many float epsilons of the layer's largest |value| count as identical:
 #: float rounding, e.g. of l2-normalised rows that are positive multiples of one vector.
@@ -121,16 +127,33 @@ def check_varies(layer: torch.Tensor, label: str, preprocess: str = "none") -> N
         )
 
 
-def _summaries(
+def _iter_summaries(
     summarize: Any, stack: LayerStack, preprocess: str, n: int, params: dict[str, Any], indices: Sequence[int] | None
-) -> list[Any]:
-    out = []
+) -> Iterator[Any]:
+    """Each layer's summary in turn (one layer's features in memory at a time)."""
     for i, layer in zip(indices or range(len(stack)), prepared_layers(stack, preprocess, indices)):
         if layer.shape[0] != n:
             raise UserError(f"{stack.label(i)} has {layer.shape[0]} samples, expected N={n} like the other layers")
         check_varies(layer, stack.label(i), preprocess)
-        out.append(summarize(layer, params))
-    return out
+        yield summarize(layer, params)
+
+
+def _prepare(metric: str, Xs: Any, Ys: Any, preprocess: str, labels: tuple[str, str],
+             params: dict[str, Any]) -> tuple[Metric, dict[str, Any], LayerStack, LayerStack, int]:
+    """Validated (metric, resolved params, X stack, Y stack, N)."""
+    m = get_metric(metric)
+    p = m.resolve_params(params)
+    _check_preprocess(preprocess)
+    xs, ys = _as_stack(Xs, "Xs", labels[0]), _as_stack(Ys, "Ys", labels[1])
+    n = xs.n_samples()
+    if ys.n_samples() != n:
+        raise UserError(f"{xs.label(0)} has {n} samples but {ys.label(0)} has {ys.n_samples()}; "
+                        "rows must be paired samples")
+    if n < 2:
+        raise UserError(f"{xs.label(0)} and {ys.label(0)} need at least 2 samples, got {n}")
+    if m.validate is not None:
+        m.validate(n, p)
+    return m, p, xs, ys, n
 
 
 def summarize_layers(
@@ -153,21 +176,19 @@ def summarize_layers(
     labels: how errors name layer i of each side, "{i}" standing for the index.
     Peak memory: one layer's features (plus what the preprocess mode keeps) and the summaries.
     """
-    m = get_metric(metric)
-    p = m.resolve_params(params)
-    _check_preprocess(preprocess)
-    xs, ys = _as_stack(Xs, "Xs", labels[0]), _as_stack(Ys, "Ys", labels[1])
-    n = xs.n_samples()
-    if ys.n_samples() != n:
-        raise UserError(f"{xs.label(0)} has {n} samples but {ys.label(0)} has {ys.n_samples()}; "
-                        "rows must be paired samples")
-    if n < 2:
-        raise UserError(f"{xs.label(0)} and {ys.label(0)} need at least 2 samples, got {n}")
-    if m.validate is not None:
-        m.validate(n, p)
-    sx = _summaries(m.summarize_x, xs, preprocess, n, p, x_layers)
-    sy = _summaries(m.summarize_y or m.summarize_x, ys, preprocess, n, p, y_layers)
+    m, p, xs, ys, n = _prepare(metric, Xs, Ys, preprocess, labels, params)
+    sx = list(_iter_summaries(m.summarize_x, xs, preprocess, n, p, x_layers))
+    sy = list(_iter_summaries(m.summarize_y or m.summarize_x, ys, preprocess, n, p, y_layers))
     return LayerSummaries(m, p, n, sx, sy, labels)
+
+
+def _nbytes(summary: Any) -> int:
+    """Bytes of the tensors a summary holds (a tensor, or tuples, lists and objects of tensors)."""
+    if isinstance(summary, torch.Tensor):
+        return summary.numel() * summary.element_size()
+    if isinstance(summary, (tuple, list)):
+        return sum(_nbytes(v) for v in summary)
+    return sum(_nbytes(v) for v in getattr(summary, "__dict__", {}).values())
 
 
 def layer_grid(metric: str, Xs: Any, Ys: Any, *, preprocess: str = "none", **params: Any) -> torch.Tensor:
@@ -177,8 +198,20 @@ def layer_grid(metric: str, Xs: Any, Ys: Any, *, preprocess: str = "none", **par
     one layer at a time) or a [L, N, D] tensor. `preprocess` applies to each model's whole stack
     (`prh` clamps with a quantile over the stack, then l2-normalises each layer). Per-layer work is
     done once per layer; layer pairs are combined with batched products (see `Metric`).
+    Peak memory: every Y summary, and X summaries only up to `GRID_BLOCK_BYTES` at a time (their
+    rows of the grid are combined, then they are dropped).
     """
-    return summarize_layers(metric, Xs, Ys, preprocess=preprocess, **params).grid()
+    labels = ("Xs[{i}]", "Ys[{i}]")
+    m, p, xs, ys, n = _prepare(metric, Xs, Ys, preprocess, labels, params)
+    sy = list(_iter_summaries(m.summarize_y or m.summarize_x, ys, preprocess, n, p, None))
+    rows, block, size = [], [], 0
+    for i, s in enumerate(_iter_summaries(m.summarize_x, xs, preprocess, n, p, None)):
+        block.append(s)
+        size += _nbytes(s)
+        if size >= GRID_BLOCK_BYTES or i == len(xs) - 1:
+            rows.append(m.combine(block, sy, p))
+            block, size = [], 0
+    return _checked(m, torch.cat(rows), (len(xs), len(sy)), labels)
 
 
 __all__ = ["LayerSummaries", "check_pair", "check_varies", "layer_grid", "score", "summarize_layers"]

@@ -29,11 +29,11 @@ Translation is not declared: X + v changes <x_i, x_j> by <x_i + x_j, v> + |v|^2,
 
 Layer grids (see platobench.metrics.registry): the per-layer summary is the neighbour lists
 (`KnnSets`, O(N k) memory, found by platobench.metrics.knn_search without any N×N matrix at large N);
-`combine` works on the lists of every layer at once, over blocks of samples.  mutual_knn and
-cycle_knn compare k-lists elementwise (O(N k²) per layer pair); lcs_knn runs the k×k LCS dynamic
-programme, each row one `cummax`, vectorised over layer pairs and samples; cknna rebuilds the dense
-masked kernels of a block of rows and takes the four HSIC terms from batched products (O(N²) time per
-layer pair, memory bounded by `BLOCK_BYTES`).
+`combine` works on the lists of every layer at once, over blocks of samples, and never builds an N×N
+block: mutual_knn and cycle_knn compare k-lists elementwise; lcs_knn runs the k×k LCS dynamic
+programme, each row one `cummax`, vectorised over layer pairs and samples; cknna takes the four HSIC
+terms from the masked kernels' nonzero entries, which lie at the shared list slots. O(N k²) per layer
+pair each, temporaries bounded by `BLOCK_BYTES`.
 
 Permutation nulls: `permute_knn(sets, perm)` returns the neighbour lists of `Y[perm]` from those of
 `Y` without recomputing any inner product (exact, including ties); it is registered on every metric
@@ -53,7 +53,7 @@ from platobench.metrics.registry import Metric, register
 from platobench.metrics.validation import check_int, pow2_unit
 
 # ---------------------------------------------------------------------------------------------
-# Dense indicator blocks for batched layer combination.
+# Stacked lists of every layer, blocks of samples.
 
 
 def _stack(sets: Sequence[KnnSets], field: str) -> torch.Tensor:
@@ -63,25 +63,6 @@ def _stack(sets: Sequence[KnnSets], field: str) -> torch.Tensor:
         dtype = torch.float64 if any(p.dtype == torch.float64 for p in parts) else parts[0].dtype
         parts = [p.to(dtype) for p in parts]
     return torch.stack(parts)
-
-
-def _rows_block(idx: torch.Tensor, lo: int, hi: int, values: torch.Tensor | None, dtype) -> torch.Tensor:
-    """B [L, hi-lo, N] with B[l, i-lo, idx[l, i, m]] = values[l, i, m] (or 1) for lo <= i < hi."""
-    L, n, k = idx.shape
-    out = torch.zeros(L, hi - lo, n, dtype=dtype, device=idx.device)
-    src = values[:, lo:hi].to(dtype) if values is not None else torch.ones(1, dtype=dtype, device=idx.device)
-    return out.scatter_(2, idx[:, lo:hi], src.expand(L, hi - lo, k))
-
-
-def _cols_block(idx: torch.Tensor, lo: int, hi: int, values: torch.Tensor | None, dtype) -> torch.Tensor:
-    """Bᵀ restricted to rows lo..hi: B [L, hi-lo, N] with B[l, j-lo, i] = values[l, i, m] (or 1) for
-    every neighbour j = idx[l, i, m] in [lo, hi) — the reverse-neighbour indicator."""
-    L, n, _ = idx.shape
-    out = torch.zeros(L, hi - lo, n, dtype=dtype, device=idx.device)
-    layer, row, slot = ((idx >= lo) & (idx < hi)).nonzero(as_tuple=True)
-    src = values[layer, row, slot].to(dtype) if values is not None else torch.ones((), dtype=dtype, device=idx.device)
-    out[layer, idx[layer, row, slot] - lo, row] = src
-    return out
 
 
 def _samples_per_block(n: int, bytes_per_sample: int) -> int:
@@ -156,33 +137,40 @@ def combine_lcs(sx: Sequence[KnnSets], sy: Sequence[KnnSets], params: dict[str, 
 
 
 def _cknna_hsic(sx: Sequence[KnnSets], sy: Sequence[KnnSets], n: int) -> torch.Tensor:
-    """Unbiased HSIC (Song et al. 2012, eq. 5) of the masked kernels M∘K_x, M∘L_y, M = V_x∘V_y, for
-    every layer pair, in float64: [tr(K̃L̃) + 1ᵀK̃1·1ᵀL̃1/((n-1)(n-2)) - 2·1ᵀK̃L̃1/(n-2)] / (n(n-3))."""
+    """Unbiased HSIC (Song et al. 2012, eq. 5) of the masked kernels K~ = M∘K_x, L~ = M∘L_y, M = V_x∘V_y,
+    for every layer pair, in float64: [tr(K~L~) + 1ᵀK~1·1ᵀL~1/((n-1)(n-2)) - 2·1ᵀK~L~1/(n-2)] / (n(n-3)).
+
+    Sparse and exact: row i of K~ and L~ is nonzero only at the shared neighbours j ∈ N_X(i) ∩ N_Y(i),
+    held at their slots of X's list (K~_ij = <x_i, x_j>, L~_ij = <y_i, y_j> from Y's list). Then
+    1ᵀK~L~1 = Σ_j (column sum of K~)_j (row sum of L~)_j, and tr(K~L~) = Σ_ij K~_ij L~_ji looks up row j's
+    entry for i. O(N k²) per layer pair; no N×N block."""
     f64 = torch.float64
     ix, iy = _stack(sx, "idx"), _stack(sy, "idx")
-    kx, ky = _stack(sx, "sim"), _stack(sy, "sim")
-    lx, ly = len(sx), len(sy)
-    trace = torch.zeros(lx, ly, dtype=f64, device=ix.device)
-    sum_k = torch.zeros_like(trace)
-    sum_l = torch.zeros_like(trace)
-    cross = torch.zeros_like(trace)
-    step = _samples_per_block(n, 8 * (10 * n * (lx + ly) + 4 * lx * ly))
-    for lo in range(0, n, step):
-        hi = min(n, lo + step)
-        vx = _rows_block(ix, lo, hi, None, f64)
-        ax, ay = _rows_block(ix, lo, hi, kx, f64), _rows_block(iy, lo, hi, ky, f64)
-        vxt, vyt = _cols_block(ix, lo, hi, None, f64), _cols_block(iy, lo, hi, None, f64)
-        axt = _cols_block(ix, lo, hi, kx, f64)
-        # tr(K̃L̃) = Σ_ij (V_x∘V_xᵀ∘K)_ij (V_y∘V_yᵀ∘L)_ij: mutual-neighbour kernels, rows lo..hi.
-        trace += (ax * vxt).flatten(1) @ (ay * vyt).flatten(1).T
-        # Column sums of K̃ and row sums of L̃ for samples j in lo..hi: [c, Lx, Ly].
-        col_k = torch.bmm(axt.transpose(0, 1), vyt.permute(1, 2, 0))
-        row_l = torch.bmm(vx.transpose(0, 1), ay.permute(1, 2, 0))
-        sum_k += col_k.sum(0)
-        sum_l += row_l.sum(0)
-        cross += (col_k * row_l).sum(0)
-    hsic = trace + sum_k * sum_l / ((n - 1) * (n - 2)) - 2.0 * cross / (n - 2)
-    return hsic / (n * (n - 3))
+    kx, ky = _stack(sx, "sim").to(f64), _stack(sy, "sim").to(f64)
+    ly, k = len(sy), ix.shape[2]
+    out = torch.zeros(len(sx), ly, dtype=f64, device=ix.device)
+    step = _samples_per_block(n, 24 * ly * k * k)
+    rows = torch.arange(n, device=ix.device)
+    for a in range(len(sx)):
+        lt = torch.empty(ly, n, k, dtype=f64, device=ix.device)  # L~ at the slots of X's list
+        kt = torch.empty_like(lt)  # K~ likewise
+        for lo in range(0, n, step):
+            hi = min(n, lo + step)
+            match = ix[a, None, lo:hi, :, None] == iy[:, lo:hi, None, :]  # [Ly, c, k, k]
+            lt[:, lo:hi] = (match * ky[:, lo:hi, None, :]).sum(3)
+            kt[:, lo:hi] = match.any(3) * kx[a, None, lo:hi]
+        cols = torch.zeros(ly, n, dtype=f64, device=ix.device)
+        cols.scatter_add_(1, ix[a].flatten().expand(ly, -1), kt.flatten(1))  # column sums of K~
+        cross = (cols * lt.sum(2)).sum(1)
+        trace = torch.zeros(ly, dtype=f64, device=ix.device)
+        for lo in range(0, n, step):
+            hi = min(n, lo + step)
+            j = ix[a, lo:hi]  # [c, k]: the X-neighbours of lo..hi
+            back = ix[a][j] == rows[lo:hi, None, None]  # [c, k, k]: slot of i in row j's X-list
+            trace += (kt[:, lo:hi] * (back * lt[:, j]).sum(3)).flatten(1).sum(1)
+        total = trace + kt.sum((1, 2)) * lt.sum((1, 2)) / ((n - 1) * (n - 2)) - 2.0 * cross / (n - 2)
+        out[a] = total / (n * (n - 3))
+    return out
 
 
 def combine_cknna(sx: Sequence[KnnSets], sy: Sequence[KnnSets], params: dict[str, Any]) -> torch.Tensor:

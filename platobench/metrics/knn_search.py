@@ -12,10 +12,12 @@ Engines (backend "torch", any device):
 Both give the same lists: the top-(k+1) inner products of a row are the same numbers in any order of
 merging, so a row whose k-th and (k+1)-th values differ has a unique top k, sorted by (value desc,
 index asc); a row where they are equal (a tie at the boundary, e.g. duplicate samples) is recomputed
-from its whole row of scores and takes the lowest tied indices. Scores are one float product x_i·x_j
-whichever tile holds it; MKL and cuBLAS accumulate a dot product in the same order for every output
-entry, so duplicate samples tie exactly (tests/test_metrics_knn_search.py checks this and equality of
-the engines and of a row-by-row search on N ≤ 4,096, with ties and duplicates).
+from its whole row of scores and takes the lowest tied indices. Each score is one float product
+x_i·x_j whichever tile holds it; MKL's float32 product computes every entry in the same order, so on
+the CPU duplicate samples tie exactly and all engines return the same lists and scores bit for bit
+(tests/test_metrics_knn_search.py, N ≤ 4,096, with ties and duplicates). MKL's float64 product does
+not (its own x xᵀ is not exactly symmetric): there, as with any float64 engine, scores equal to
+rounding can order either way. cuBLAS has not been checked for this (no GPU here).
 
 Backend "faiss": faiss `IndexFlatIP` (exact, float32, CPU), ties re-broken the same way.
 `benchmarks/large_n.py` measures both backends up to N = 100,000.

@@ -62,18 +62,18 @@ def _corrections(ax: torch.Tensor, ay: torch.Tensor, n: int) -> torch.Tensor:
 def summarize(x: torch.Tensor, estimator: str) -> FeatureSummary:
     """Feature-space summary of one layer x [N, D] (any float dtype, already scaled to max |x| ~ 1)."""
     n = x.shape[0]
-    xc = x.to(torch.float64)
-    xc = xc - xc.mean(dim=0, keepdim=True)
+    xc = x.to(torch.float64, copy=True)  # centred and scaled in place: one [N, D] float64 copy in all
+    xc -= xc.mean(dim=0, keepdim=True)
     own = _cross(xc, [xc])[0]
     a = None
     if estimator == "unbiased":
-        a = xc.square().sum(dim=1)
+        a = torch.einsum("nd,nd->n", xc, xc)
         own = own + _corrections(a[None], a[None], n)[0, 0]
     if not own > 0:
         raise DegenerateFeaturesError("cka: a layer's centred Gram matrix is zero (constant features); "
                                       "CKA is undefined, expected features that vary across samples")
     scale = float(own) ** -0.25
-    return FeatureSummary(xc * scale, None if a is None else a * scale**2)
+    return FeatureSummary(xc.mul_(scale), None if a is None else a * scale**2)
 
 
 def combine(sx: Sequence[FeatureSummary], sy: Sequence[FeatureSummary]) -> torch.Tensor:
