@@ -31,6 +31,9 @@ board: install  ## the whole offline board (every ladder model and baseline, bot
 
 bench: install  ## performance benchmarks (figures go to benchmarks/BENCHMARKS.md)
 	$(PY) benchmarks/layer_grid.py
+	$(PY) benchmarks/gram_floor.py
+	$(PY) benchmarks/large_n.py
+	$(PY) benchmarks/grid_at_n.py
 	$(PY) benchmarks/permutation_null.py
 	$(PY) benchmarks/extract.py
 	$(PY) benchmarks/store.py

@@ -19,10 +19,10 @@ step that would overrun the budget is skipped, and so is the rest of its section
           `platobench.metrics.knn.knn_sets` (torch backend, on the device) against faiss-gpu
           (`GpuIndexFlatIP`) when faiss has GPU support, and the project's faiss backend (CPU) when faiss
           is importable; agreement of the neighbour sets; and `score("mutual_knn", X, Y)` end to end.
-  grid    `platobench.metrics.layer_grid("mutual_knn", ..., preprocess="l2", k=10)` at N = 1,024 on a
-          33 x 25 grid of random features shaped like the PRH validation stacks (33 layers of width 4096, a
-          7B LLaMA's embedding output + 32 blocks, vs 25 layers of width 1024, ViT-L-wide; the grid of
-          benchmarks/layer_grid.py part 1), features generated on the device before timing.
+  grid    `platobench.metrics.layer_grid("mutual_knn", ..., preprocess="l2", k=10)` at N = 1,024 on the
+          full PRH validation grid: 454 language-model layers (12 LLMs, 560M to 65B) x 352 ViT layers
+          (17 models) at their true widths (benchmarks/layer_grid.py part 2), random features generated
+          on the device before timing (~9 GB of float32).
 
 MFU = model FLOP/s / the GPU's dense bf16 peak (`PEAK_BF16_TFLOPS`, or --peak-tflops). Model FLOPs per token
 (Kaplan et al. 2020, "Scaling laws", sec. 2.1; attention as in Chowdhery et al. 2022, PaLM, app. B):

@@ -1,5 +1,5 @@
 """The four sections of benchmarks/gpu_check.py (see its docstring): a 7B LLM's and a ViT-g's extraction
-throughput and MFU, exact kNN at N = 100,000, and the PRH validation layer grid; random weights and features."""
+throughput and MFU, exact kNN at N = 100,000, and the full PRH validation layer grid; random weights and features."""
 
 from __future__ import annotations
 
@@ -11,11 +11,13 @@ from typing import Any
 
 import torch
 from gpu_timing import Section, figures, sync, time_once, time_repeats, timing
+from layer_grid import llm_widths, vit_widths
 
 
 @dataclass(frozen=True)
 class Shapes:
-    """Model configs and problem sizes. text_batches: (batch, tokens) pairs; grid_x / grid_y: (layers, width)."""
+    """Model configs and problem sizes. text_batches: (batch, tokens) pairs; grid_x / grid_y: the width of
+    every layer of each side of the grid."""
 
     text: dict[str, int]
     text_batches: tuple[tuple[int, int], ...]
@@ -25,8 +27,8 @@ class Shapes:
     knn_d: int
     k: int
     grid_n: int
-    grid_x: tuple[int, int]
-    grid_y: tuple[int, int]
+    grid_x: tuple[int, ...]
+    grid_y: tuple[int, ...]
 
 
 FULL = Shapes(
@@ -36,7 +38,8 @@ FULL = Shapes(
     vision=dict(hidden_size=1536, num_hidden_layers=40, num_attention_heads=24, mlp_ratio=4, patch_size=14,
                 image_size=224, use_swiglu_ffn=True),
     vision_batches=(32, 128),
-    knn_n=100_000, knn_d=1024, k=10, grid_n=1024, grid_x=(33, 4096), grid_y=(25, 1024),
+    knn_n=100_000, knn_d=1024, k=10, grid_n=1024,
+    grid_x=tuple(llm_widths()), grid_y=tuple(vit_widths()),  # 454 LLM x 352 ViT layers (benchmarks/layer_grid.py)
 )
 TINY = Shapes(
     text=dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
@@ -45,7 +48,7 @@ TINY = Shapes(
     vision=dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, mlp_ratio=4, patch_size=14,
                 image_size=56, use_swiglu_ffn=True),
     vision_batches=(4,),
-    knn_n=2000, knn_d=32, k=10, grid_n=256, grid_x=(3, 64), grid_y=(2, 32),
+    knn_n=2000, knn_d=32, k=10, grid_n=256, grid_x=(64, 64, 48), grid_y=(32, 16),
 )
 
 
@@ -262,13 +265,15 @@ def run_grid(shapes: Shapes, device: torch.device, section: Section, *, repeats:
     """`layer_grid("mutual_knn")` over the whole grid at N = grid_n: seconds per grid."""
     from platobench.metrics import layer_grid
 
-    n, (lx, wx), (ly, wy), k = shapes.grid_n, shapes.grid_x, shapes.grid_y, shapes.k
-    out: dict[str, Any] = {"n": n, "grid": f"{lx}x{ly}", "x": f"{lx} layers of width {wx}",
-                           "y": f"{ly} layers of width {wy}", "metric": "mutual_knn", "k": k, "preprocess": "l2"}
+    n, wx, wy, k = shapes.grid_n, shapes.grid_x, shapes.grid_y, shapes.k
+    lx, ly = len(wx), len(wy)
+    out: dict[str, Any] = {"n": n, "grid": f"{lx}x{ly}", "x": f"{lx} layers, widths {min(wx)}-{max(wx)}",
+                           "y": f"{ly} layers, widths {min(wy)}-{max(wy)}", "metric": "mutual_knn", "k": k,
+                           "preprocess": "l2"}
     g = torch.Generator(device).manual_seed(2)
     t = time.perf_counter()
-    xs = [torch.randn(n, wx, device=device, generator=g) for _ in range(lx)]
-    ys = [torch.randn(n, wy, device=device, generator=g) for _ in range(ly)]
+    xs = [torch.randn(n, w, device=device, generator=g) for w in wx]
+    ys = [torch.randn(n, w, device=device, generator=g) for w in wy]
     sync(device)
     out["feature_generation_s"] = time.perf_counter() - t
     result: list[torch.Tensor] = []

@@ -10,7 +10,15 @@ import pytest
 import torch
 
 from platobench.errors import UserError
-from platobench.metrics import UndefinedScoreError, api, get_metric, layer_grid, list_metrics, score, summarize_layers
+from platobench.metrics import (
+    UndefinedScoreError,
+    api,
+    get_metric,
+    layer_grid,
+    list_metrics,
+    score,
+    summarize_layers,
+)
 
 
 def layers(n: int, widths: Sequence[int], seed: int) -> list[torch.Tensor]:

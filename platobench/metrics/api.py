@@ -105,7 +105,7 @@ def _checked(metric: Metric, grid: torch.Tensor, shape: tuple[int, int], labels:
 
 
 #: Bytes of X-layer summaries `layer_grid` holds at once (every Y summary is held).
-GRID_BLOCK_BYTES = 2**30
+GRID_BLOCK_BYTES = 512 * 2**20
 
 #: Rows that differ by at most this many float epsilons of the layer's largest |value| count as identical:
 #: float rounding, e.g. of l2-normalised rows that are positive multiples of one vector.

@@ -45,7 +45,8 @@ from platobench.metrics.validation import DegenerateFeaturesError, check_choice,
 
 KERNELS = ("linear", "rbf")
 ESTIMATORS = ("unbiased", "biased")
-_Y_CHUNK = 16  # Y layers per matrix product in `combine` (bounds the stacked copy of Y summaries)
+#: Bytes of the stacked copy of Y summaries one product of `combine` reads (at least one layer).
+_Y_CHUNK_BYTES = 256 * 2**20
 #: Gram products x x^T of at least this many multiply-adds (N^2 D) are computed in float32, smaller
 #: ones (which cost little) in float64; the centring and everything after it is float64.
 FLOAT32_PRODUCT_MIN = 2**27
@@ -142,7 +143,8 @@ def _combine(sx: list[Any], sy: list[Any], p: dict[str, Any]) -> torch.Tensor:
         return combine_features(sx, sy)
     sx, sy = [_as_gram(s, p) for s in sx], [_as_gram(s, p) for s in sy]
     vx = torch.stack(sx)
-    parts = [vx @ torch.stack(sy[j:j + _Y_CHUNK]).T for j in range(0, len(sy), _Y_CHUNK)]
+    step = max(1, _Y_CHUNK_BYTES // (sy[0].numel() * sy[0].element_size()))
+    parts = [vx @ torch.stack(sy[j:j + step]).T for j in range(0, len(sy), step)]
     return torch.cat(parts, dim=1).clamp(-1.0, 1.0)  # a cosine: only rounding can leave [-1, 1]
 
 

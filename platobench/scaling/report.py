@@ -27,9 +27,10 @@ def _cell(p: Point | None) -> str:
 def markdown(setup: dict[str, Any], points: Sequence[Point]) -> str:
     lines = ["# Alignment against N", "",
              f"Real: {setup['real']}. Synthetic: {setup['synthetic']}.", "",
-             f"Preprocess `{setup['preprocess']}`, last layers (`--layer`), score = mean over draws, brackets = "
+             f"Preprocess `{setup['preprocess']}`, score = mean over draws, brackets = "
              "2.5%–97.5% of the draws (real: random subsets of the pool, a spread that shrinks to 0 at the pool "
-             "size; synthetic: fresh samples of one population). Synthetic rows are not model measurements.", ""]
+             "size; synthetic: fresh samples of one population). Synthetic rows are not model measurements. "
+             "seconds: scoring time of the row's draws, real and synthetic together.", ""]
     for metric in dict.fromkeys(p.metric for p in points):
         rows = {}
         for p in points:
