@@ -12,7 +12,7 @@ products of large layers in float32, see below).
 
 Per layer the summary is the centred Gram matrix, flattened and scaled to unit norm, so a whole layer
 grid is one matrix product V_X V_Y^T ("grid == score" by construction). The Gram product x x^T is
-taken of column-centred features and computes only the upper block triangle (`self_product`), in
+taken of column-centred features, each off-diagonal block once (`products.self_product`), in
 float32 once it is large (`FLOAT32_PRODUCT_MIN` multiply-adds), in float64 below; the U-/double
 centring (in place) and the products of summaries are float64. The float32 product moves CKA by
 < 1e-8 on random features and on features with one dimension 100x the others (tests/
