@@ -129,6 +129,14 @@ def test_round_trip_and_warm_get(tmp_path):
         assert w.finalize().path == got.path
 
 
+def test_layer_position_counts_from_the_end_and_refuses_out_of_range(tmp_path):
+    entry = write_all(FeatureStore(tmp_path), key_for())
+    assert [entry.position(p, "m") for p in (0, 2, -1, -3)] == [0, 2, 2, 0]
+    for bad in (3, -4):
+        with pytest.raises(UserError, match=f"vision model m layer {bad} does not exist: the entry has 3 layers"):
+            entry.position(bad, "vision model m")
+
+
 @pytest.mark.parametrize("stored", ["float16", "bfloat16"])
 def test_half_storage_upcasts_on_read(tmp_path, stored):
     store = FeatureStore(tmp_path)

@@ -232,6 +232,14 @@ class FeatureEntry:
     def __len__(self) -> int:
         return int(self.manifest["n"])
 
+    def position(self, position: int, what: str) -> int:
+        """The non-negative layer position of `position` (negative counts from the last layer);
+        UserError naming `what` when the entry has no such layer."""
+        n = len(self.manifest["layer_ids"])
+        if not -n <= position < n:
+            raise UserError(f"{what} layer {position} does not exist: the entry has {n} layers (use -{n}..{n - 1})")
+        return position % n
+
     def layer(self, index: int, *, upcast: bool = True) -> torch.Tensor:
         """Layer at position `index` ([n, D]); float32 unless `upcast=False` (then the stored dtype).
         Raises CorruptEntryError when the file's sha256 differs from the manifest."""

@@ -72,13 +72,6 @@ def _check(args: argparse.Namespace) -> list[str]:
     return metrics
 
 
-def _layer(entry: Any, position: int, model: str) -> Any:
-    n = len(entry.layer_ids)
-    if not -n <= position < n:
-        raise UserError(f"{model}: layer {position} does not exist (it has {n} layers: -{n}..{n - 1})")
-    return entry.layers[position % n]
-
-
 def _scaling_n(args: argparse.Namespace) -> int:
     from platobench import paths
     from platobench.data import get_dataset
@@ -106,7 +99,7 @@ def _scaling_n(args: argparse.Namespace) -> int:
     for spec, position in ((text, args.text_layer), (vision, args.vision_layer)):
         entry, _ = extract(spec, dataset, store=store, device=args.device, batch_size=args.batch_size,
                            progress=not args.json and sys.stderr.isatty(), home=home)
-        feats.append(_layer(entry, position, spec.name))
+        feats.append(entry.layers[entry.position(position, spec.name)])
     x, y = feats
     pool = x.shape[0]
     if pool < args.min_n:

@@ -21,7 +21,6 @@ import torch
 from platobench.bench.scoring import model_ref
 from platobench.data.base import PairedDataset
 from platobench.encoders.runtime import resolve_device
-from platobench.errors import UserError
 from platobench.features.extract import extract
 from platobench.features.store import FeatureEntry, FeatureStore
 from platobench.results import DatasetRef, IntervalRef, MetricRef, ModelRef, ResultRecord, write_record
@@ -80,15 +79,6 @@ class StitchResult:
     records: list[ResultRecord] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
     wall_s: float = 0.0
-
-
-def _layer(entry: FeatureEntry, position: int, what: str) -> tuple[int, torch.Tensor]:
-    """(non-negative layer index, that layer [N, D]) of an entry; UserError when out of range."""
-    n = len(entry.layer_ids)
-    if not -n <= position < n:
-        raise UserError(f"{what} layer {position} does not exist: the entry has {n} layers (use -{n}..{n - 1})")
-    index = position % n
-    return index, entry.layers[index]
 
 
 class _Features:
@@ -171,7 +161,8 @@ def run_stitch(config: StitchConfig, split: StitchSplit, *, store: FeatureStore,
     for text_spec in config.text:
         t_text = time.perf_counter()
         entries = [features(text_spec, ds, f"caption:{j}") for j in range(split.views)]
-        li, first = _layer(entries[0], config.layers[0], f"text model {text_spec.name}")
+        li = entries[0].position(config.layers[0], f"text model {text_spec.name}")
+        first = entries[0].layers[li]
         per_view = [first] + [e.layers[li] for e in entries[1:]]
         bank_raw = torch.stack([per_view[j][i] for i, j in split.decoder_items])
         norm = Normaliser.fit(bank_raw)
@@ -197,7 +188,8 @@ def run_stitch(config: StitchConfig, split: StitchSplit, *, store: FeatureStore,
             pairs.append((planted_ref(ev.seed, config.planted, text_spec.name), li, x, {"language": entries[0].digest}))
         for vision_spec in config.vision:
             v_entry = features(vision_spec, ds)
-            vi, x = _layer(v_entry, config.layers[1], f"vision model {vision_spec.name}")
+            vi = v_entry.position(config.layers[1], f"vision model {vision_spec.name}")
+            x = v_entry.layers[vi]
             pairs.append((model_ref(vision_spec, v_entry.key["model_revision"]), vi, x,
                           {"language": entries[0].digest, "vision": v_entry.digest}))
         text_s = time.perf_counter() - t_text
