@@ -7,7 +7,7 @@ import torch
 from bench_fixtures import make_record
 
 from platobench.bench.check import record_tolerance
-from platobench.bench.scoring import score_paired
+from platobench.bench.scoring import MAX_ROUNDING_TOLERANCE, score_paired
 from platobench.bench.settings import Setting
 from platobench.results import DatasetRef
 from platobench.zoo import load_zoo
@@ -56,14 +56,20 @@ def test_continuous_metrics_are_not_perturbed():
     assert "rounding" not in record.extra
 
 
-def test_record_tolerance_uses_the_larger_and_says_why():
+def test_record_tolerance_comes_from_the_recomputation_never_the_record():
     plain = make_record("demo-mknn", "demo/minilm-l6", "demo/efficientnet-lite0", 0.2)
-    assert record_tolerance(plain, 1e-3) == (1e-3, None)
-    stated = make_record("demo-mknn", "demo/minilm-l6", "demo/efficientnet-lite0", 0.2,
-                         extra={"check_tolerance": 0.004, "check_tolerance_why": "ties"})
-    tol, note = record_tolerance(stated, 1e-3)
-    assert tol == 0.004 and "ties" in note
-    # a stated tolerance below the command's never tightens or loosens silently: the command's wins
-    lower = make_record("demo-mknn", "demo/minilm-l6", "demo/efficientnet-lite0", 0.2,
-                        extra={"check_tolerance": 1e-5})
-    assert record_tolerance(lower, 1e-3) == (1e-3, None)
+    assert record_tolerance(plain, plain, 1e-3) == (1e-3, None)
+    measured = make_record("demo-mknn", "demo/minilm-l6", "demo/efficientnet-lite0", 0.2,
+                           extra={"check_tolerance": 0.004, "check_tolerance_why": "ties"})
+    tol, note = record_tolerance(measured, measured, 1e-3)
+    assert tol == 0.004 and "near ties" in note and "not used" not in note
+    # a record that states a wide tolerance gets the one measured on the recomputation
+    cheat = make_record("demo-mknn", "demo/minilm-l6", "demo/efficientnet-lite0", 0.2,
+                        extra={"check_tolerance": 1.0})
+    tol, note = record_tolerance(cheat, plain, 1e-3)
+    assert tol == 1e-3 and "states check_tolerance 1.0; not used" in note
+    # a measured tolerance is capped by the bound
+    wild = make_record("demo-mknn", "demo/minilm-l6", "demo/efficientnet-lite0", 0.2,
+                       extra={"check_tolerance": 0.5})
+    tol, note = record_tolerance(wild, wild, 1e-3)
+    assert tol == MAX_ROUNDING_TOLERANCE and "capped" in note

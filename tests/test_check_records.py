@@ -45,6 +45,14 @@ def check(results, *extra):
     return main(["check", "--results", str(results), "--no-extract", *map(str, extra)])
 
 
+def shift(d, delta):
+    """Move a mutual-kNN record's score, grid and interval by `delta`, keeping it self-consistent (the
+    calibrated score follows the score; perfect = 1)."""
+    d.update(score=d["score"] + delta, grid=[[v + delta for v in row] for row in d["grid"]])
+    d["ci"].update(lo=d["ci"]["lo"] + delta, hi=d["ci"]["hi"] + delta)
+    d["calibrated"] = (d["score"] - d["null"]["mean"]) / (1 - d["null"]["mean"])
+
+
 def edit(path, fn):
     data = json.loads(path.read_text())
     fn(data)
@@ -64,7 +72,7 @@ def test_unchanged_records_pass(env, capsys):
 def test_moved_score_fails_with_a_diff_table(env, capsys):
     results, _, files = env
     recorded = json.loads(files[0].read_text())["score"]
-    edit(files[0], lambda d: d.update(score=d["score"] + 0.01))
+    edit(files[0], lambda d: shift(d, 0.01))
     assert check(results) == 1
     out = capsys.readouterr().out
     row = next(line for line in out.splitlines() if line.startswith("| MOVED"))
@@ -74,7 +82,7 @@ def test_moved_score_fails_with_a_diff_table(env, capsys):
 
 def test_tolerance_bounds_the_allowed_change(env):
     results, _, files = env
-    edit(files[1], lambda d: d.update(grid=[[v + 0.0005 for v in row] for row in d["grid"]]))
+    edit(files[1], lambda d: shift(d, 0.0005))
     assert check(results) == 0  # 5e-4 < default tol 1e-3
     assert check(results, "--tol", "0.0001") == 1
 
@@ -97,11 +105,56 @@ def test_record_without_setting_config_uses_the_catalog(env, capsys):
 def test_changed_samples_are_not_recomputed_but_listed(env, capsys):
     results, _, files = env
     edit(files[0], lambda d: d["dataset"].update(fingerprint="0" * 64))
-    assert check(results, "--json") == 0
+    assert check(results, "--json") == 1  # not verified is not passed
     report = json.loads(capsys.readouterr().out)
     skipped = [r for r in report["records"] if r["status"] == "skipped"]
     assert len(skipped) == 1 and "differ from the record's" in skipped[0]["reason"]
-    assert check(results, "--strict") == 1
+    assert report["failed"] is True
+    assert check(results, "--allow-skipped") == 0
+    assert "FAILED" not in capsys.readouterr().err
+
+
+def test_changed_n_is_not_verified_and_fails(env, capsys):
+    results, _, files = env
+    edit(files[0], lambda d: d["dataset"].update(n=d["dataset"]["n"] * 10))
+    assert check(results) == 1
+    assert "could not be recomputed" in capsys.readouterr().err
+
+
+def test_failures_are_listed_first(env, capsys):
+    results, _, files = env
+    edit(files[1], lambda d: shift(d, 0.3))
+    assert check(results, "--scores-only") == 1
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ") and "status" not in line
+            and not line.startswith("|---")]
+    assert rows[0].startswith("| MOVED") and rows[-1].startswith("| ok")
+
+
+def test_a_record_cannot_widen_its_own_tolerance(env, capsys):
+    results, _, files = env
+
+    def cheat(d):
+        shift(d, 0.3)
+        d["extra"].update(check_tolerance=1.0, check_tolerance_why="trust me")
+
+    edit(files[0], cheat)
+    assert check(results, "--scores-only") == 1
+    captured = capsys.readouterr()
+    assert "1 moved" in captured.out
+    assert "states check_tolerance 1.0; not used" in captured.err
+    assert "record's own tolerance" not in captured.err
+
+
+@pytest.mark.parametrize("what", ["score", "ci", "calibrated"])
+def test_a_self_contradicting_record_is_invalid(env, capsys, what):
+    results, _, files = env
+    change = {"score": lambda d: d.update(score=d["score"] + 0.3),
+              "ci": lambda d: d["ci"].update(hi=d["score"] - 1e-3),
+              "calibrated": lambda d: d.update(calibrated=d["calibrated"] + 0.1)}[what]
+    edit(files[0], change)
+    assert check(results, "--scores-only") == 1
+    out = capsys.readouterr().out
+    assert "| INVALID |" in out and "| record | 'contradicts itself' |" in out
 
 
 def test_missing_features_without_extraction_fail(env, tmp_path, monkeypatch, capsys):

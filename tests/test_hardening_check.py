@@ -140,8 +140,9 @@ def test_different_chosen_layers_fail(env, capsys):
     edit(files["tiny-mknn"], lambda d: d.update(layers=[i, j]))
     code, out, by = report(capsys, results)
     assert code == 1 and by["tiny-mknn"]["status"] == "invalid"
-    (m,) = by["tiny-mknn"]["mismatches"]
+    m, contradiction = by["tiny-mknn"]["mismatches"]
     assert m["field"] == "layers" and m["stated"] == [i, j] and m["expected"] == rec["layers"]
+    assert contradiction["field"] == "record" and "not the grid cell" in contradiction["expected"]
 
 
 def test_chosen_layers_may_differ_only_on_a_near_tie():

@@ -317,3 +317,23 @@ def test_duplicated_records_leave_the_pair_out_and_name_both_files(tmp_path, cap
     assert str(first) in err and str(copy) in err
     readme = (out / "README.md").read_text()
     assert "| demo/l1 |" in readme and "| demo/l0 |" not in readme
+
+
+@pytest.mark.parametrize("edit, why", [
+    (lambda d: d.update(score=d["score"] + 0.3), "is not the grid cell at the chosen layers"),
+    (lambda d: d["ci"].update(hi=d["score"] - 0.001), "does not contain the score"),
+    (lambda d: d.update(calibrated=d["calibrated"] + 0.05), "calibrated score"),
+    (lambda d: d["null"].update(p_value=0.0), "p-value"),
+])
+def test_a_record_that_contradicts_itself_is_refused_by_name(tmp_path, capsys, edit, why):
+    results = write_results(tmp_path / "r", [0.2, 0.3])
+    first = next((results / "demo-mknn").glob("demo--l0__*.json"))
+    data = json.loads(first.read_text())
+    edit(data)
+    first.write_text(json.dumps(data))
+    out = tmp_path / "lb"
+    assert main(["leaderboard", "--results", str(results), "--out", str(out), "--no-plots"]) == 1
+    err = capsys.readouterr().err
+    assert "demo/l0" in err and "contradicts itself" in err and why in err
+    readme = (out / "README.md").read_text()
+    assert "| demo/l1 |" in readme and "| demo/l0 |" not in readme

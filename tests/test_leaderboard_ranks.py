@@ -68,7 +68,7 @@ def test_readme_and_html_show_chance_and_null_mean():
         "chance": 0.031, "null": NullRef(mean=0.042, std=0.01, p_value=0.01, n_perm=100, seed=0)})]
     text = lb.readme(lb.build_boards(recs), recs, [], {})
     assert "| score | calibrated | CI | p | null mean | chance |" in text
-    assert "| 0.400 | 0.300 | [0.380, 0.420] | 0.010 | 0.042 | 0.031 |" in text
+    assert "| 0.400 | 0.333 | [0.380, 0.420] | 0.010 | 0.042 | 0.031 |" in text
     row = payload(leaderboard_html.render(lb.build_boards(recs), recs, [], {}))["boards"][0]["rows"][0]
     assert (row["cells"]["null_mean"], row["cells"]["chance"]) == ("0.042", "0.031")
     assert (row["sort"]["null_mean"], row["sort"]["chance"]) == (0.042, 0.031)

@@ -19,8 +19,16 @@ with `strict` they count as failures.
 `perturb` (relative noise, e.g. 1e-6) multiplies every feature by (1 + perturb * e), e ~ N(0, 1) seeded:
 the size of the differences between CPUs' float rounding. A committed score that moves by more than the
 tolerance under it depends on rounding (exact or near ties among neighbours) and would not reproduce on
-another machine. A record may carry its own tolerance in `extra["check_tolerance"]` (with
-`extra["check_tolerance_why"]`); check then uses the larger of that and `tol`, and says so.
+another machine. The recomputation measures that itself for neighbour metrics
+(`bench.scoring.rounding_sensitivity`); where rounding-sized noise moves a record by more than half of
+0.001, the record is checked at twice the movement *recomputed now*, capped at `MAX_ROUNDING_TOLERANCE`.
+A tolerance written in the record (`extra["check_tolerance"]`) is never used: an edited number cannot
+widen it.
+
+A record that cannot be verified is not a record that passed: by default `check` exits 1 when any record
+was not recomputed (each listed with its reason); `--allow-skipped` lists them without failing. Records
+whose own numbers contradict each other (platobench/leaderboard/consistency.py) or that are duplicated are
+failures too.
 """
 
 from __future__ import annotations
@@ -49,7 +57,8 @@ from platobench.bench.settings import Catalog, Setting
 from platobench.cli_options import add_device_option, add_json_option
 from platobench.errors import UserError
 from platobench.files.ids import shown
-from platobench.results import ResultRecord, load_records
+from platobench.leaderboard.consistency import inconsistencies
+from platobench.results import ResultRecord, load_records_checked
 from platobench.zoo import zoo_from_args
 
 if TYPE_CHECKING:  # torch (features, scorers, runner) loads when a record is checked, not for `check --help`
@@ -61,6 +70,7 @@ if TYPE_CHECKING:  # torch (features, scorers, runner) loads when a record is ch
 
 OFFLINE_SOURCES = frozenset({"packaged", "local", "baseline"})
 STATUSES = ("ok", "moved", "invalid", "skipped")
+STATUS_ORDER = {"invalid": 0, "moved": 1, "skipped": 2, "ok": 3}  # failures first in the table
 UNKNOWN_SETTING = "a setting of the catalog (or of a --settings-file) or of the record's setting_config"
 
 __all__ = ["Checker", "Diff", "Mismatch", "Outcome", "compare", "diff_table", "record_tolerance", "run_check"]
@@ -214,24 +224,37 @@ class Checker:
         return [x * (1 + self.perturb * torch.randn(x.shape, generator=gen, dtype=x.dtype)) for x in layers]
 
 
-def record_tolerance(record: ResultRecord, tol: float) -> tuple[float, str | None]:
-    """The tolerance a record is checked at: the larger of `tol` and the record's own stated tolerance
-    (`extra["check_tolerance"]`), with a note when the record's is used."""
-    own = record.extra.get("check_tolerance")
-    if isinstance(own, (int, float)) and not isinstance(own, bool) and math.isfinite(own) and own > tol:
-        why = record.extra.get("check_tolerance_why", "no reason given")
-        return float(own), f"checked at the record's own tolerance {own:g} ({why})"
-    return tol, None
+def record_tolerance(record: ResultRecord, new: ResultRecord | None, tol: float) -> tuple[float, str | None]:
+    """The tolerance `record` is checked at, with a note when it is not `tol`: the larger of `tol` and the
+    rounding tolerance of the recomputation `new` (`extra["check_tolerance"]` as `rounding_sensitivity`
+    measured it just now, at most `MAX_ROUNDING_TOLERANCE`). The tolerance the record itself states is
+    never used; when it states more than was recomputed, the note says so."""
+    from platobench.bench.scoring import MAX_ROUNDING_TOLERANCE
+
+    measured = new.extra.get("check_tolerance") if new is not None else None
+    stated = record.extra.get("check_tolerance")
+    notes = []
+    use = tol
+    if isinstance(measured, float) and math.isfinite(measured) and measured > tol:
+        use = min(measured, MAX_ROUNDING_TOLERANCE)
+        notes.append(f"checked at {use:g}: relative noise of 1e-6 on the features moves it by up to "
+                     f"{measured / 2:.2g} now (near ties among neighbours), twice that"
+                     + (f", capped at {MAX_ROUNDING_TOLERANCE:g}" if measured > MAX_ROUNDING_TOLERANCE else ""))
+    if stated is not None and stated != measured and new is not None:
+        notes.append(f"the record states check_tolerance {shown(stated)}; not used (recomputed: "
+                     f"{'none' if measured is None else f'{measured:g}'})")
+    return use, "; ".join(notes) or None
 
 
 def run_check(records: list[ResultRecord], checker: Checker, tol: float) -> list[Outcome]:
     """Check every record: "invalid" when a stated field (chosen layers included, up to a near tie within
-    the tolerance) is not what would be run, else "moved" when a compared value differs by more than its
+    the tolerance) is not what would be run or the record contradicts itself (`inconsistencies`, even when
+    it cannot be recomputed), else "moved" when a compared value differs by more than its
     tolerance (`record_tolerance`), else "ok"; "skipped" when it could not be recomputed."""
     outcomes = []
     for record in records:
         out, new = checker.check(record)
-        own_tol, note = record_tolerance(record, tol)
+        own_tol, note = record_tolerance(record, new, tol)
         if note:
             out.notes.append(note)
         if new is not None:
@@ -239,6 +262,7 @@ def run_check(records: list[ResultRecord], checker: Checker, tol: float) -> list
             out.mismatches += [layers] if layers is not None else []
             out.notes += [note] if note else []
             out.status = "moved" if any(d.moved(own_tol) for d in out.diffs) else "ok"
+        out.mismatches += [Mismatch("record", "contradicts itself", why) for why in inconsistencies(record)]
         if out.mismatches:
             out.status = "invalid"
         outcomes.append(out)
@@ -290,8 +314,11 @@ def register(subparsers: Any) -> None:
             "would be run, and exit 1 with a diff table when a score, chance, calibrated score, null statistic, "
             "CI bound or level or grid cell moved by more than --tol (0.001 as in MTEB's results CI), or when a "
             "stated field (setting, metric and its params, model revisions, sizes and kinds, dataset, chosen "
-            "layers, null draws and seed) differs from what would be run. Records that cannot be recomputed "
-            "are listed with the reason; --strict makes them failures. Example: platobench check --results results/demo"
+            "layers, null draws and seed) differs from what would be run, or when a record contradicts itself "
+            "(its score is not its grid cell, its interval does not contain it, its calibrated score does not "
+            "follow from score and null). Records that cannot be recomputed are listed with the reason and "
+            "fail the check unless --allow-skipped. Failures are printed first. "
+            "Example: platobench check --results results/offline --scores-only"
         ),
     )
     p.add_argument("--results", type=Path, default=Path("results"), help="folder of result records (default ./results)")
@@ -299,7 +326,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--scores-only", action="store_true",
                    help="recompute only the layer grid and scores, not the permutation null and CI (much faster)")
     p.add_argument("--no-extract", action="store_true", help="use cached features only; never load a model")
-    p.add_argument("--strict", action="store_true", help="records that cannot be recomputed fail the check")
+    p.add_argument("--allow-skipped", action="store_true",
+                   help="records that cannot be recomputed (listed with the reason) do not fail the check; by "
+                        "default they do: a record that was not verified has not passed")
     add_device_option(p)
     p.add_argument("--perturb", type=float, default=0.0, metavar="REL",
                    help="multiply every feature by (1 + REL * N(0,1)) before recomputing, e.g. 1e-6: a score that "
@@ -317,28 +346,33 @@ def _check(args: argparse.Namespace) -> int:
         raise UserError(f"--tol must be a finite number >= 0, got {args.tol}")
     if not args.results.is_dir():
         raise UserError(f"--results: {args.results} is not a folder of result records")
-    records = load_records(args.results)
-    if not records:
+    records, problems = load_records_checked(args.results)
+    if not records and not problems:
         raise UserError(f"--results: no result records (*.json) under {args.results}")
     if not (0 <= args.perturb < 1 and math.isfinite(args.perturb)):
         raise UserError(f"--perturb must be a relative noise level in [0, 1), got {args.perturb}")
     checker = Checker(zoo_from_args(args), Catalog(args.settings_file), FeatureStore(), device=args.device,
                       allow_extract=not args.no_extract, statistics=not args.scores_only, progress=not args.json,
                       perturb=args.perturb, perturb_seed=args.perturb_seed)
-    outcomes = run_check(records, checker, args.tol)
+    outcomes = sorted(run_check(records, checker, args.tol), key=lambda o: STATUS_ORDER[o.status])
     counts = {s: sum(o.status == s for o in outcomes) for s in STATUSES}
-    failed = (counts["moved"] > 0 or counts["invalid"] > 0 or counts["skipped"] == len(outcomes)
-              or (args.strict and counts["skipped"] > 0))
+    failed = (counts["moved"] > 0 or counts["invalid"] > 0 or bool(problems) or not outcomes
+              or (counts["skipped"] > 0 and (not args.allow_skipped or counts["skipped"] == len(outcomes))))
     if args.json:
-        print(json.dumps({"tol": args.tol, "counts": counts, "failed": failed,
+        print(json.dumps({"tol": args.tol, "counts": counts, "failed": failed, "unreadable": problems,
                           "records": [o.as_dict() for o in outcomes]}, indent=1))
     else:
+        for problem in problems:
+            print(f"INVALID: {problem}")
         print(diff_table(outcomes, args.tol))
-        print(f"\n{len(records)} records: {counts['ok']} within {args.tol:g}, {counts['moved']} moved, "
-              f"{counts['invalid']} invalid, {counts['skipped']} not recomputed")
+        print(f"\n{len(records) + len(problems)} records: {counts['ok']} within {args.tol:g}, {counts['moved']} "
+              f"moved, {counts['invalid'] + len(problems)} invalid, {counts['skipped']} not recomputed")
         for o in outcomes:
             for note in o.notes:
                 print(f"note: {o.setting} {o.language} x {o.vision}: {note}", file=sys.stderr)
-        if counts["skipped"] == len(outcomes):
+        if outcomes and counts["skipped"] == len(outcomes):
             print("FAILED: no record could be recomputed", file=sys.stderr)
+        elif counts["skipped"] and not args.allow_skipped:
+            print(f"FAILED: {counts['skipped']} record(s) could not be recomputed, so they are not verified "
+                  "(--allow-skipped lists them without failing)", file=sys.stderr)
     return 1 if failed else 0

@@ -36,6 +36,7 @@ from platobench.cli_options import add_device_option, add_json_option
 from platobench.data import DEFAULT_PAIRED, get_dataset
 from platobench.errors import UserError
 from platobench.leaderboard.boards import rank_records
+from platobench.leaderboard.consistency import consistent_records
 from platobench.results import ResultRecord, load_record, load_records, record_path
 from platobench.zoo import load_zoo, read_zoo_file
 
@@ -244,7 +245,9 @@ def _submit(args: argparse.Namespace) -> int:
     opts = RunOptions(out=args.out, limit=args.limit, device=args.device, batch_size=args.batch_size,
                       progress=not args.json)
     summary: RunSummary = execute(jobs, opts, FeatureStore())
-    records = load_records(args.out)
+    records, contradictions = consistent_records(load_records(args.out))
+    for problem in contradictions:
+        say(problem)
     produced = {record_path(args.out, j.setting.id, j.language.name, j.vision.name) for j in jobs}
     mine = [load_record(p) for p in sorted(produced) if p.is_file()]
     report.update(run=summary.as_dict(), ranks={

@@ -15,6 +15,7 @@ from typing import Any
 from platobench.errors import UserError
 from platobench.leaderboard import html_page
 from platobench.leaderboard.boards import build_boards
+from platobench.leaderboard.consistency import consistent_records
 from platobench.leaderboard.csv_table import csv_text
 from platobench.leaderboard.folder import MARKER, MARKER_TEXT, check_out_dir, staged_build, write_file
 from platobench.leaderboard.markdown import readme
@@ -39,14 +40,17 @@ class BuildSummary:
 def build_leaderboard(results_dir: Path, out_dir: Path, *, with_plots: bool = True) -> BuildSummary:
     """Read every valid record under `results_dir` and replace `out_dir` whole with README.md,
     leaderboard.csv, index.html, the marker file and (unless `with_plots` is False) plots/*.png; the
-    previous build stays as it was when anything fails. Files that are not valid records are left out
-    and listed in the summary's `problems`. UserError when no valid record remains or `out_dir` may not
+    previous build stays as it was when anything fails. Files that are not valid records, and records that
+    contradict themselves (platobench/leaderboard/consistency.py), are left out and listed in the summary's
+    `problems`. UserError when no valid record remains or `out_dir` may not
     be replaced (platobench/leaderboard/folder.py); WriteError naming the path when a write fails."""
     results_dir, out_dir = Path(results_dir), Path(out_dir)
     if not results_dir.is_dir():
         raise UserError(f"--results: {results_dir} is not a folder of result records")
     target = check_out_dir(out_dir, results_dir)
     records, problems = load_records_checked(results_dir)
+    records, contradictions = consistent_records(records)
+    problems += contradictions
     if not records:
         if problems:
             raise UserError(f"--results: no valid result record under {results_dir}: {len(problems)} problem(s), "

@@ -1,0 +1,100 @@
+"""What a record's own numbers must agree on, before anything ranks it.
+
+A record is a file anyone can edit. These rules need no features and no recomputation, only the record:
+- the score is the grid cell at the chosen layers (cells are stored rounded to 8 decimals);
+- the interval contains the score (lo <= score <= hi) and its level lies in (0, 1);
+- the calibrated score follows from the score and the null: paired records (score - null mean) /
+  (perfect - null mean), `perfect` the metric's best value (platobench.metrics.stats.calibrated_score);
+  zero-shot records (score - chance) / (1 - chance); absent exactly when it cannot be computed;
+- the null's p-value lies in [1 / (B + 1), 1] for B > 0 permutation draws, its std is >= 0.
+
+The leaderboard (and `submit`'s board) refuses a record that breaks one (`consistent_records` names it,
+as conflicting duplicates are named); `platobench check` reports it as invalid. Recomputing (`platobench
+check`) is still what shows that the numbers are right; this only shows that they are not contradictory.
+"""
+
+from __future__ import annotations
+
+import math
+
+from platobench.errors import UserError
+from platobench.results.schema import ResultRecord
+
+GRID_ROUNDING = 1e-8  # grid cells are stored rounded to 8 decimals: |cell - score| <= 5e-9 for the chosen cell
+CALIBRATED_TOL = 1e-9  # calibrated scores are written from the same floats: only printing may round them
+
+
+def _perfect(record: ResultRecord) -> float | None:
+    """The metric's best possible value, None for a metric without a known range (or not registered)."""
+    from platobench.metrics import get_metric  # imports torch: only for a record with a null
+
+    try:
+        metric = get_metric(record.metric.id)
+    except UserError:  # not a registered metric: no known best value
+        return None
+    if metric.range is None:
+        return None
+    return float(metric.range[1] if metric.higher_is_better else metric.range[0])
+
+
+def _expected_calibrated(record: ResultRecord) -> float | None:
+    """The calibrated score the record's score and null (or chance) imply; None where none is defined."""
+    if record.null is None:
+        return None
+    if record.kind == "zeroshot":
+        chance = record.chance
+        return None if chance is None or chance == 1 else (record.score - chance) / (1 - chance)
+    perfect = _perfect(record)
+    if perfect is None or perfect == record.null.mean:
+        return None
+    return (record.score - record.null.mean) / (perfect - record.null.mean)
+
+
+def inconsistencies(record: ResultRecord) -> list[str]:
+    """The rules of this module that `record` breaks, one short phrase each (empty when it keeps them all)."""
+    problems = []
+    if not math.isfinite(record.score):
+        problems.append(f"score {record.score} is not a finite number")
+        return problems
+    if record.grid is not None and record.layers is not None:
+        i, j = record.layers
+        cell = record.grid[i][j]
+        if cell is None or abs(cell - record.score) > GRID_ROUNDING:
+            problems.append(f"score {record.score:.8g} is not the grid cell at the chosen layers {tuple(record.layers)} "
+                            f"({cell})")
+    if record.ci is not None:
+        lo, hi, level = record.ci.lo, record.ci.hi, record.ci.level
+        if not (lo <= record.score <= hi):
+            problems.append(f"the interval [{lo:.6g}, {hi:.6g}] does not contain the score {record.score:.6g}")
+        if not (0 < level < 1):
+            problems.append(f"interval level {level} is not in (0, 1)")
+    if record.null is not None:
+        null = record.null
+        floor = 1 / (null.n_perm + 1) if null.n_perm > 0 else 0.0
+        if not (floor - 1e-12 <= null.p_value <= 1):
+            problems.append(f"null p-value {null.p_value} is not in [{floor:.3g}, 1] for {null.n_perm} draws")
+        if not null.std >= 0:
+            problems.append(f"null std {null.std} is negative")
+    if record.kind != "stitch":
+        expected = _expected_calibrated(record)
+        stated = record.calibrated
+        if (stated is None) != (expected is None) or (
+                stated is not None and expected is not None and abs(stated - expected) > CALIBRATED_TOL):
+            problems.append(f"calibrated score {stated} does not follow from the score and the null (expected {expected})")
+    return problems
+
+
+def consistent_records(records: list[ResultRecord]) -> tuple[list[ResultRecord], list[str]]:
+    """(the records that keep every rule, one line per record that does not, naming it and the rules)."""
+    kept, problems = [], []
+    for record in records:
+        broken = inconsistencies(record)
+        if broken:
+            problems.append(f"result record of setting {record.setting} for {record.pair_id} contradicts itself: "
+                            f"{'; '.join(broken)} (not used)")
+        else:
+            kept.append(record)
+    return kept, problems
+
+
+__all__ = ["consistent_records", "inconsistencies"]
