@@ -9,6 +9,8 @@ left-padded causal LMs `position_ids` are computed from the attention mask, as i
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +39,14 @@ class HFTextEncoder(TextEncoder):
         num_blocks = config.num_hidden_layers
         self.layer_ids = spec.layer_ids(num_blocks)
         self.widths = [config.hidden_size] * len(self.layer_ids)
-        limits = [tokenizer.model_max_length, getattr(config, "max_position_embeddings", None), MAX_TOKENS]
-        self.max_length = min(int(x) for x in limits if x)
+        positions = getattr(config, "max_position_embeddings", None)
+        if spec.max_tokens is not None:
+            if positions and spec.max_tokens > positions:
+                raise UserError(f"model {spec.name}: max_tokens {spec.max_tokens} is more than the model's "
+                                f"{positions} positions (max_position_embeddings)")
+            self.max_length = spec.max_tokens
+        else:
+            self.max_length = min(int(x) for x in [tokenizer.model_max_length, positions, MAX_TOKENS] if x)
 
     @property
     def input_device(self) -> torch.device:
@@ -46,7 +54,8 @@ class HFTextEncoder(TextEncoder):
         return self.model.get_input_embeddings().weight.device
 
     def tokenize(self, texts: list[str]) -> dict[str, torch.Tensor]:
-        """Padded batch `[B, T]` (input_ids, attention_mask, ...), truncated at `max_length` tokens."""
+        """Padded batch `[B, T]` (input_ids, attention_mask, ...), truncated at `max_length` tokens (the
+        entry's `max_tokens`, else the tokenizer's limit)."""
         return dict(self.tokenizer(list(texts), padding=True, truncation=True, max_length=self.max_length, return_tensors="pt"))
 
     def token_lengths(self, texts: list[str]) -> list[int]:
@@ -105,11 +114,28 @@ def load_text_model(
         model = AutoModel.from_pretrained(location, **kwargs, **options)
     if "device_map" not in options:
         model = model.to(device)
+    _note_sentence_transformers_limit(spec, location)
     if causal:
         tokenizer.padding_side = "left"
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token
     return HFTextEncoder(spec, model, tokenizer, device, causal=causal)
+
+
+def _note_sentence_transformers_limit(spec: ModelSpec, location: str) -> None:
+    """One line on stderr when a local sentence-transformers folder truncates at another length than the
+    entry's `max_tokens` (sentence-transformers reads `max_seq_length` from sentence_bert_config.json)."""
+    config = Path(location) / "sentence_bert_config.json"
+    if not config.is_file():
+        return
+    try:
+        limit = json.loads(config.read_text(encoding="utf-8")).get("max_seq_length")
+    except (OSError, ValueError, AttributeError):
+        return
+    if isinstance(limit, int) and limit != spec.max_tokens:
+        print(f"note: model {spec.name}: sentence-transformers truncates this model at {limit} tokens "
+              f"(max_seq_length) but the zoo entry says max_tokens: {spec.max_tokens}; set max_tokens: {limit} "
+              "to embed as sentence-transformers does", file=sys.stderr, flush=True)
 
 
 def load(spec: ModelSpec, *, device: torch.device, dtype: str | None = None, home: Path | None = None) -> HFTextEncoder:

@@ -12,6 +12,7 @@ is "auto" and the model runs in half precision, fall back to float32 once.
 from __future__ import annotations
 
 import atexit
+import functools
 import hashlib
 import importlib.util
 import os
@@ -261,16 +262,56 @@ def python_source_sha256(spec: Any) -> str:
     return h.hexdigest()
 
 
+# How each zoo field enters the cache key. KEYED_FIELDS: as its own key field or through one (name ->
+# model, revision/source -> model_revision, dtype -> the resolved compute dtype, pooling, layers and
+# num_layers -> the layer ids, modality -> the prompt). OPTION_FIELDS: in `FeatureKey.options` whenever
+# they differ from `option_reference` (below). FEATURE_NEUTRAL: they do not change a stored feature.
+KEYED_FIELDS = frozenset({"name", "revision", "source", "dtype", "pooling", "layers", "num_layers", "modality"})
+OPTION_FIELDS = ("loader", "kind", "source", "image_size", "quantization", "max_tokens")
+FEATURE_NEUTRAL = frozenset({
+    "width",  # declared, checked against the loaded model; the model decides the width
+    "params_m", "license", "notes",  # descriptions
+    "trust_remote_code",  # a permission: the same code runs, or nothing does
+})
+
+
+def option_reference(spec: Any) -> dict[str, Any]:
+    """What each option field is worth when it is not in the key: the schema default (image_size None,
+    quantization "none", max_tokens None); for loader, kind and source, which have no default, the
+    built-in zoo entry of the same name (what the name has always meant), else nothing: an entry of
+    another name always has them in its key (a hub revision alone does not say which repository)."""
+    reference: dict[str, Any] = {"image_size": None, "quantization": "none", "max_tokens": None}
+    base = _builtin_specs().get(spec.name)
+    if base is not None:
+        reference.update(loader=base.loader, kind=base.kind, source=base.source)
+    return reference
+
+
+@functools.lru_cache(maxsize=1)
+def _builtin_specs() -> dict[str, Any]:
+    """The built-in zoo's entries by name (read once)."""
+    from platobench.zoo import load_zoo
+
+    return {spec.name: spec for spec in load_zoo().list("*")}
+
+
+def spec_options(spec: Any) -> dict[str, Any]:
+    """The `FeatureKey.options` of `spec`: every OPTION_FIELDS value that differs from its reference."""
+    reference = option_reference(spec)
+    return {f: getattr(spec, f) for f in OPTION_FIELDS if f not in reference or getattr(spec, f) != reference[f]}
+
+
 def feature_key(
     spec: Any, dataset: Any, *, prompt: str, device: torch.device, dtype: str | None = None
 ) -> FeatureKey:
     """The cache key of `spec` on `dataset` (model, revision, dtype, pooling, layer set, dataset,
-    dataset revision, sample-id hash, prompt/template, extractor version) — computable without loading."""
+    dataset revision, sample-id hash, prompt/template, extractor version, and the entry's other
+    feature-changing fields: `spec_options`) — computable without loading."""
     compute = resolve_dtype(dtype or spec.dtype, device)
     return FeatureKey.for_dataset(
         dataset, model=spec.name, model_revision=model_revision(spec), dtype=str(compute).removeprefix("torch."),
         pooling=spec.pooling, layers=tuple(layer_ids_of(spec)), prompt=prompt,
-        extractor_version=EXTRACTOR_VERSION,
+        extractor_version=EXTRACTOR_VERSION, options=spec_options(spec),
     )
 
 

@@ -58,7 +58,10 @@ class SampleMismatchError(UserError):
 class FeatureKey:
     """Everything that changes the stored features (the cache key). `dtype` is the dtype the model
     ran in, `stored_dtype` the dtype on disk; `layers` the extracted layer ids; `prompt` the caption
-    view / prompt template applied to the text (e.g. "caption:0"); `ids_hash` = `data.ids_hash(ids)`."""
+    view / prompt template applied to the text (e.g. "caption:0"); `ids_hash` = `data.ids_hash(ids)`;
+    `options`: (name, value) pairs of the zoo entry's other feature-changing fields (image size,
+    quantisation, truncation, ...: `features.extract.spec_options`), left out of the key's JSON, and so of
+    its digest, when there are none: an entry that sets none keeps the digest it had before they existed."""
 
     model: str
     model_revision: str
@@ -71,9 +74,12 @@ class FeatureKey:
     prompt: str = ""
     extractor_version: str = ""
     stored_dtype: str = "float32"
+    options: tuple[tuple[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "layers", tuple(int(layer) for layer in self.layers))
+        pairs = self.options.items() if isinstance(self.options, dict) else self.options
+        object.__setattr__(self, "options", tuple(sorted((str(k), v) for k, v in pairs)))
         for name in (
             "model",
             "model_revision",
@@ -95,6 +101,10 @@ class FeatureKey:
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["layers"] = list(self.layers)
+        if self.options:
+            d["options"] = dict(self.options)
+        else:
+            del d["options"]
         return d
 
     def digest(self) -> str:

@@ -112,7 +112,8 @@ def _show(args: argparse.Namespace) -> int:
     if args.name not in zoo and args.name.lower() in zoo.sets:
         return _show_set(zoo, args.name.lower(), as_json=args.json)
     spec = zoo.get(args.name)
-    record = {**_spec_json(spec), "source_type": spec.source_type, "defined_in": str(zoo.origin(spec.name)),
+    record = {**_spec_json(spec), "source_type": spec.source_type, "truncation": spec.truncation,
+              "defined_in": str(zoo.origin(spec.name)),
               "sets": zoo.sets_of(spec.name)}
     if args.json:
         print(json.dumps(record, indent=2))

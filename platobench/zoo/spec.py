@@ -50,6 +50,10 @@ class ModelSpec(pydantic.BaseModel):
     layers: "all" (embeddings + every block, PRH) or explicit indices (0 = embeddings).
     dtype: "auto" = bfloat16 on GPUs of compute capability >= 8, float32 otherwise (CPU included).
     image_size: override of the processor's input size in px (PRH runs DINOv2 lvd142m at 518).
+    max_tokens: text models: truncate every input at this many tokens (special tokens included), as
+        sentence-transformers does with its `max_seq_length` (all-MiniLM-L6-v2 256, all-mpnet-base-v2 384).
+        None: the tokenizer's own limit (`model_max_length`, at most the model's `max_position_embeddings`
+        and 8192). Encoders with a fixed context (open_clip: 77) ignore it; `truncation` says what is used.
     num_layers: number of blocks (transformer layers, or CNN stages), embeddings excluded; 0 only for a
         baseline whose single layer is a static feature, or a python encoder returning one layer (index 0).
     width: hidden size of the residual stream (final feature width for CNNs).
@@ -71,6 +75,7 @@ class ModelSpec(pydantic.BaseModel):
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     quantization: Literal["none", "8bit", "4bit"] = "none"
     image_size: StrictInt | None = Field(default=None, gt=0)
+    max_tokens: StrictInt | None = Field(default=None, gt=0, le=1 << 20)
     num_layers: StrictInt | None = Field(default=None, ge=0)
     width: StrictInt | None = Field(default=None, gt=0)
     params_m: StrictFloat | None = Field(default=None, gt=0)
@@ -127,6 +132,9 @@ class ModelSpec(pydantic.BaseModel):
             raise ValueError(f"loader 'python' needs source 'module:function', got {self.source!r}")
         if self.image_size is not None and self.modality != "vision":
             raise ValueError("'image_size' applies only to vision models")
+        if self.max_tokens is not None and not support.max_tokens:
+            able = ", ".join(s.loader for s in LOADERS.values() if s.max_tokens)
+            raise ValueError(f"loader {self.loader!r} does not truncate at 'max_tokens' (loaders that do: {able})")
         if self.quantization not in support.quantization:
             able = ", ".join(s.loader for s in LOADERS.values() if self.quantization in s.quantization)
             raise ValueError(f"quantization {self.quantization!r} is not supported by loader {self.loader!r} "
@@ -166,6 +174,15 @@ class ModelSpec(pydantic.BaseModel):
                 f"embeddings excluded{after}; it keys the feature cache)"
             )
         return None
+
+    @property
+    def truncation(self) -> str:
+        """Where text inputs are cut, in words (`zoo show`); "-" for vision models."""
+        if self.modality != "text":
+            return "-"
+        if self.max_tokens is not None:
+            return f"{self.max_tokens} tokens (max_tokens)"
+        return "the tokenizer's model_max_length (at most max_position_embeddings and 8192)"
 
     @property
     def source_type(self) -> SourceType:

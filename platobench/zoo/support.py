@@ -52,7 +52,7 @@ class LoaderSupport:
     and `dtype` values it honours. no_blocks: `num_layers: 0` is allowed (a single static layer, index 0).
     source_type: how a `source` that is neither "packaged:<asset>" nor a path is read (hub | timm | openclip
     | python | baseline). sources: the closed set of sources it takes (every source is then read as
-    `source_type`), or () for any.
+    `source_type`), or () for any. max_tokens: it truncates text at an entry's `max_tokens`.
     """
 
     loader: str
@@ -64,6 +64,7 @@ class LoaderSupport:
     dtypes: frozenset[str] = frozenset(DTYPE_POLICIES)
     no_blocks: bool = False
     sources: tuple[str, ...] = ()
+    max_tokens: bool = False
 
 
 _TEXT_POOLINGS = frozenset({"avg", "last", "cls"})
@@ -81,9 +82,10 @@ KINDS: dict[str, KindSupport] = {k.kind: k for k in (
 )}
 
 LOADERS: dict[str, LoaderSupport] = {s.loader: s for s in (
-    LoaderSupport("hf_causal", frozenset({"causal_lm"}), _TEXT_POOLINGS, "hub", quantization=frozenset(QUANTIZATIONS)),
+    LoaderSupport("hf_causal", frozenset({"causal_lm"}), _TEXT_POOLINGS, "hub", quantization=frozenset(QUANTIZATIONS),
+                  max_tokens=True),
     LoaderSupport("hf_text", frozenset({"text_encoder", "text_jepa"}), _TEXT_POOLINGS, "hub",
-                  quantization=frozenset(QUANTIZATIONS)),
+                  quantization=frozenset(QUANTIZATIONS), max_tokens=True),
     LoaderSupport("hf_vision", frozenset({"vision_vit"}), _VIT_POOLINGS, "hub"),
     LoaderSupport("timm", frozenset({"vision_vit", "vision_cnn"}), _VIT_POOLINGS, "timm"),
     LoaderSupport("openclip", frozenset({"clip_text", "clip_image"}), _TEXT_POOLINGS | _VIT_POOLINGS, "openclip",
