@@ -14,8 +14,7 @@ from bench_fixtures import TINY_SETTINGS
 from platobench.cli import build_parser, main
 from platobench.errors import UserError
 from platobench.features import extract as ex
-from platobench.zoo import ModelSpec
-from platobench.zoo import remote_code
+from platobench.zoo import ModelSpec, python_code, remote_code
 
 NAME = "mine/evil-py"
 VISION = "demo/dinov2-s-imgfocus"
@@ -79,7 +78,6 @@ def test_library_callers_opt_in_with_allowed(evil):
     import torch
 
     from platobench.encoders import load_encoder
-    from platobench.zoo import python_code
 
     _, marker = evil
     spec = spec_of("evilpkg.enc:Enc")
@@ -123,7 +121,6 @@ def test_bad_trust_code_value_is_a_user_error(capsys):
 
 def test_submit_trusts_the_encoders_it_names_only(evil, monkeypatch):
     from platobench.bench import submit
-    from platobench.zoo import python_code
 
     tmp, marker = evil
     seen = []
