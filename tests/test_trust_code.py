@@ -162,7 +162,7 @@ def test_key_follows_imported_helper_modules_not_unrelated_files(tmp_path, monke
 
 
 def test_key_follows_relative_imports_and_package_inits(tmp_path, monkeypatch):
-    from platobench.encoders.python_source import local_modules
+    from platobench.encoders.python_source import key_files
 
     monkeypatch.syspath_prepend(str(tmp_path))
     pkg = tmp_path / "pbk_pkg"
@@ -175,10 +175,10 @@ def test_key_follows_relative_imports_and_package_inits(tmp_path, monkeypatch):
     write(pkg / "common.py", "g = 1\n")
     write(pkg / "unused.py", "u = 1\n")
     write(tmp_path / "pbk_lazy.py", "z = 1\n")
-    found = local_modules("pbk_pkg.sub.enc")
+    found = key_files("pbk_pkg.sub.enc")
     assert sorted(found) == ["pbk_lazy", "pbk_pkg", "pbk_pkg.common", "pbk_pkg.sub", "pbk_pkg.sub.enc",
                              "pbk_pkg.sub.helpers", "pbk_pkg.sub.tools"]
-    assert found["pbk_pkg.sub"] == pkg / "sub" / "__init__.py"
+    assert found["pbk_pkg.sub"] == (pkg / "sub" / "__init__.py", b"from . import tools\n")
     spec = spec_of("pbk_pkg.sub.enc:make")
     before = ex.model_revision(spec)
     write(pkg / "unused.py", "u = 2\n")
@@ -190,10 +190,13 @@ def test_key_follows_relative_imports_and_package_inits(tmp_path, monkeypatch):
 
 
 def test_key_never_hashes_stdlib_site_packages_or_platobench(tmp_path, monkeypatch):
-    from platobench.encoders.python_source import local_modules
+    from platobench.encoders.python_source import key_files
 
     monkeypatch.syspath_prepend(str(tmp_path))
     write(tmp_path / "pbk_uses_libs.py", "import json, numpy, torch\nfrom platobench.encoders.base import TextEncoder\n")
-    assert list(local_modules("pbk_uses_libs")) == ["pbk_uses_libs"]
+    assert list(key_files("pbk_uses_libs")) == ["pbk_uses_libs"]
     with pytest.raises(UserError, match="cannot find module 'pbk_missing'"):
         ex.model_revision(spec_of("pbk_missing:make"))
+    write(tmp_path / "__init__.py", "")
+    with pytest.raises(UserError, match=r"cannot find module '\.\.pbk_uses_libs'"):
+        ex.model_revision(spec_of("..pbk_uses_libs:make"))  # not a module name: never a folder's __init__

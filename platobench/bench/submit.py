@@ -2,7 +2,8 @@
 
 1. validate: FILE is a zoo file (the format of `model_zoo.yaml`, or a bare list of entries as written by
    `platobench jepa train`); each entry is a full `ModelSpec` (hub id, local folder, or `loader: python`
-   with `source: module:name` — FILE's folder is importable), with a new name and num_layers. The simplest
+   with `source: module:name` — FILE's folder is importable, and naming the entry in FILE is its
+   `--trust-code` opt-in), with a new name and num_layers. The simplest
    Python encoder is a class with `encode(texts)` (text) or `encode(images)` (vision, PIL images)
    returning a numpy array or torch tensor [N, L, D] with L = num_layers + 1 ([N, D]: one layer);
    platobench batches, converts and checks it (platobench.encoders.python_loader; examples/ holds one of
@@ -193,7 +194,7 @@ def register(subparsers: Any) -> None:
         description=(
             "Submit an encoder described in a zoo file (hub id, local folder, or loader: python with source "
             "'module:name', a class or object whose encode(texts) or encode(images) returns an array "
-            "[N, num_layers + 1, D]; FILE's folder is importable; see examples/). Validates the entry, runs a mock pass on a "
+            "[N, num_layers + 1, D]; FILE's folder is importable and its entries trusted; see examples/). Validates the entry, runs a mock pass on a "
             "few samples (layer shapes and widths, no NaN, not collapsed, deterministic), scores it under the "
             "chosen settings against the references of a pair set (the vision models for a text encoder, the "
             "language models for a vision encoder), writes the records under OUT and prints where it ranks "

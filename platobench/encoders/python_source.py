@@ -75,6 +75,8 @@ def resolve(name: str, search: Sequence[Path]) -> list[tuple[str, Path, bool]] |
     folders: list[Path] | None = list(search)
     files: list[tuple[str, Path, bool]] = []
     parts = name.split(".")
+    if not all(part.isidentifier() for part in parts):
+        return None  # not a module name ("..x", "a-b"): nothing the import system could find
     for i, part in enumerate(parts):
         if folders is None:  # a module, not a package: it has no submodules
             return None
@@ -134,10 +136,10 @@ def _parse(data: bytes, file: Path) -> ast.AST | None:
         return None
 
 
-def key_files(module: str, *, model: str = "", search: Sequence[Path] | None = None) -> dict[str, tuple[Path, bytes]]:
+def key_files(module: str, *, model: str = "") -> dict[str, tuple[Path, bytes]]:
     """Dotted module name -> (file, contents) of every file that keys an encoder in `module` (see the module
-    docstring). UserError (naming `model`) when `module` is not found or has no .py file."""
-    search = search_path() if search is None else search
+    docstring), read now. UserError (naming `model`) when `module` is not found or has no .py file."""
+    search = search_path()
     who = f"model {model}: " if model else ""
     todo = resolve(module, search)
     if todo is None:
@@ -160,11 +162,6 @@ def key_files(module: str, *, model: str = "", search: Sequence[Path] | None = N
                 seen.add(other)
                 todo += resolve(other, search) or []
     return files
-
-
-def local_modules(module: str, search: Sequence[Path] | None = None) -> dict[str, Path]:
-    """Dotted name -> file of every module that keys an encoder in `module`, sorted by name."""
-    return {name: file for name, (file, _) in sorted(key_files(module, search=search).items())}
 
 
 def source_sha256(spec: _Spec) -> str:
