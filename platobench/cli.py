@@ -13,7 +13,7 @@ import sys
 
 from platobench import __version__
 from platobench.errors import UserError
-from platobench.zoo.remote_code import allowed
+from platobench.zoo import python_code, remote_code
 
 #: Longest error message printed in full.
 MAX_ERROR_CHARS = 4000
@@ -55,7 +55,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0 if args.command is None else 2
     try:
-        with allowed(getattr(args, "trust_remote_code", None) or ()):  # models named by --trust-remote-code
+        with remote_code.allowed(getattr(args, "trust_remote_code", None) or ()), \
+                python_code.allowed(getattr(args, "trust_code", None) or ()):  # models named by the opt-ins
             return int(args.func(args) or 0)
     except UserError as exc:
         message = str(exc)

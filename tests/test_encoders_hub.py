@@ -6,6 +6,7 @@ import pytest
 
 from platobench.encoders import load_encoder
 from platobench.errors import UserError
+from platobench.zoo import python_code
 from platobench.zoo.spec import ModelSpec
 
 MISSING = "platobench-tests/not-a-cached-model"
@@ -62,8 +63,9 @@ def not_an_encoder(spec, *, device, dtype, home):
 def test_python_loader_checks_what_the_factory_returns():
     spec = ModelSpec(name="test/py", modality="text", kind="text_jepa", loader="python",
                      source=f"{__name__}:not_an_encoder", pooling="cls", num_layers=1)
-    with pytest.raises(UserError, match="returned str, not an encoder"):
-        load_encoder(spec)
-    missing = spec.model_copy(update={"source": f"{__name__}:no_such_function"})
-    with pytest.raises(UserError, match="cannot import"):
-        load_encoder(missing)
+    with python_code.allowed(["test/py"]):
+        with pytest.raises(UserError, match="returned str, not an encoder"):
+            load_encoder(spec)
+        missing = spec.model_copy(update={"source": f"{__name__}:no_such_function"})
+        with pytest.raises(UserError, match="cannot import"):
+            load_encoder(missing)

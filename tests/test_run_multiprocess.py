@@ -90,7 +90,7 @@ def run(tmp: Path, name: str, launcher: list[str]) -> tuple[subprocess.Completed
     env = {**os.environ, ENV_VAR: str(home), "OMP_NUM_THREADS": "1", "PB_ENCODE_LOG": str(log),
            "PYTHONPATH": os.pathsep.join(p for p in [str(tmp), os.environ.get("PYTHONPATH")] if p)}
     cmd = [*launcher, "-m", "platobench", "run", "--pairs", PAIRS, "--settings", "tiny", "--settings-file",
-           str(tmp / "tiny.yaml"), "--zoo", str(tmp / "zoo.yaml"), "--limit", str(N), "--workers", "0",
+           str(tmp / "tiny.yaml"), "--zoo", str(tmp / "zoo.yaml"), "--trust-code", LOGGED, "--limit", str(N), "--workers", "0",
            "--out", str(out), "--json"]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -34,7 +34,7 @@ from platobench.encoders.python_loader import (
 from platobench.errors import UserError
 from platobench.features.extract import encode_images, encode_texts
 from platobench.results import load_record
-from platobench.zoo import ModelSpec
+from platobench.zoo import ModelSpec, python_code
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 N = 32
@@ -223,8 +223,15 @@ number = 3
 '''
 
 
+@pytest.fixture
+def trusted():
+    """The toy modules as with `--trust-code 'toy/*'`."""
+    with python_code.allowed(["toy/*"]):
+        yield
+
+
 @pytest.mark.parametrize("attr, widths", [("Enc", [4, 4]), ("instance", [4, 4]), ("factory", [4, 4])])
-def test_source_may_name_a_class_an_object_or_a_factory(tmp_path, monkeypatch, attr, widths):
+def test_source_may_name_a_class_an_object_or_a_factory(tmp_path, monkeypatch, trusted, attr, widths):
     (tmp_path / "toy_simple.py").write_text(TOY_MODULE)
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "toy_simple", raising=False)
@@ -243,7 +250,7 @@ def test_missing_num_layers_is_a_user_error():
     ("number", "is of type int; expected a class or object with encode"),
     ("missing", "cannot import 'toy_simple:missing'"),
 ])
-def test_unusable_sources_are_user_errors(tmp_path, monkeypatch, attr, message):
+def test_unusable_sources_are_user_errors(tmp_path, monkeypatch, trusted, attr, message):
     (tmp_path / "toy_simple.py").write_text(TOY_MODULE)
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "toy_simple", raising=False)

@@ -27,7 +27,7 @@ from platobench.encoders import TextEncoder, VisionEncoder
 from platobench.errors import UserError
 from platobench.features.store import FeatureStore
 from platobench.results import load_record
-from platobench.zoo import ModelSpec
+from platobench.zoo import ModelSpec, python_code
 
 NAMES = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"]
 C, PER_CLASS, DIM = len(NAMES), 8, 16
@@ -143,7 +143,8 @@ def toy_paired() -> PairedDataset:
 
 @pytest.fixture
 def toy_data(monkeypatch):
-    """get_dataset as the runner and zeroshot_inputs see it: two toy sets (options as the real ones)."""
+    """get_dataset as the runner and zeroshot_inputs see it: two toy sets (options as the real ones); the toy
+    encoders (this file's own code) trusted as with `--trust-code 'toy/*'`."""
     built = []
 
     def get_dataset(name, *, limit=None, templates=None, descriptions="none"):
@@ -156,7 +157,8 @@ def toy_data(monkeypatch):
     monkeypatch.setattr(zi, "get_dataset", get_dataset)
     monkeypatch.setattr("platobench.bench.runner.get_dataset", get_dataset)
     monkeypatch.setattr(zi, "options_of", lambda name: ["templates", "descriptions"])
-    return built
+    with python_code.allowed(["toy/*"]):
+        yield built
 
 
 def zs_setting(**overrides) -> Setting:

@@ -2,7 +2,8 @@
 
 1. validate: FILE is a zoo file (the format of `model_zoo.yaml`, or a bare list of entries as written by
    `platobench jepa train`); each entry is a full `ModelSpec` (hub id, local folder, or `loader: python`
-   with `source: module:name` — FILE's folder is importable), with a new name and num_layers. The simplest
+   with `source: module:name` — FILE's folder is importable, and naming the entry in FILE is its
+   `--trust-code` opt-in), with a new name and num_layers. The simplest
    Python encoder is a class with `encode(texts)` (text) or `encode(images)` (vision, PIL images)
    returning a numpy array or torch tensor [N, L, D] with L = num_layers + 1 ([N, D]: one layer);
    platobench batches, converts and checks it (platobench.encoders.python_loader; examples/ holds one of
@@ -24,6 +25,7 @@ import argparse
 import json
 import sys
 import time
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,12 +40,13 @@ from platobench.errors import UserError
 from platobench.leaderboard.boards import rank_records
 from platobench.leaderboard.consistency import consistent_records
 from platobench.results import ResultRecord, load_record, load_records, record_path
-from platobench.zoo import load_zoo, read_zoo_file
+from platobench.zoo import load_zoo, python_code, read_zoo_file
 
 if TYPE_CHECKING:  # torch (encoders, features, runner) loads in the mock pass and the run, not for `--help`
     import torch
 
     from platobench.bench.runner import RunSummary
+    from platobench.bench.settings import Setting
     from platobench.zoo import ModelSpec, Zoo
 
 DETERMINISM_RTOL, DETERMINISM_ATOL = 1e-5, 1e-6
@@ -192,7 +195,7 @@ def register(subparsers: Any) -> None:
         description=(
             "Submit an encoder described in a zoo file (hub id, local folder, or loader: python with source "
             "'module:name', a class or object whose encode(texts) or encode(images) returns an array "
-            "[N, num_layers + 1, D]; FILE's folder is importable; see examples/). Validates the entry, runs a mock pass on a "
+            "[N, num_layers + 1, D]; FILE's folder is importable and its entries trusted; see examples/). Validates the entry, runs a mock pass on a "
             "few samples (layer shapes and widths, no NaN, not collapsed, deterministic), scores it under the "
             "chosen settings against the references of a pair set (the vision models for a text encoder, the "
             "language models for a vision encoder), writes the records under OUT and prints where it ranks "
@@ -216,15 +219,28 @@ def register(subparsers: Any) -> None:
 
 
 def _submit(args: argparse.Namespace) -> int:
-    from platobench.bench.runner import Job, RunOptions, execute
-    from platobench.features.store import FeatureStore
-
     if args.mock_samples < 2:
         raise UserError(f"--mock-samples must be at least 2, got {args.mock_samples}")
     catalog = Catalog(args.settings_file)
     settings = catalog.resolve_settings(args.settings)
     check_limit(settings, args.limit)
     zoo, submitted = read_submission(args.file, args.zoo)
+    with trusting(submitted):
+        return _mock_and_score(args, catalog, settings, zoo, submitted)
+
+
+def trusting(submitted: list[ModelSpec]) -> AbstractContextManager[tuple[str, ...]]:
+    """Naming python encoders in the submitted file is their `--trust-code` opt-in: trust them (and the
+    patterns in force) inside the block."""
+    names = [spec.name for spec in submitted if spec.loader == "python"]
+    return python_code.allowed([*python_code.allowed_patterns(), *names])
+
+
+def _mock_and_score(args: argparse.Namespace, catalog: Catalog, settings: list[Setting], zoo: Zoo,
+                    submitted: list[ModelSpec]) -> int:
+    from platobench.bench.runner import Job, RunOptions, execute
+    from platobench.features.store import FeatureStore
+
     say = (lambda *a: print(*a, file=sys.stderr)) if args.json else print
     mocks = []
     paired = next((s for s in settings if s.kind == "paired"), None)  # the mock pass reads paired samples

@@ -18,6 +18,14 @@ rank, another N, another L, NaN/inf, or widths other than those of the probe cal
 The internal protocol still works: `name` is a function called as (spec, device=, dtype=, home=) that
 returns a `TextEncoder` / `VisionEncoder` (see platobench.encoders.base) or an object of the simple
 protocol (a way to receive `--device`).
+
+Importing the module runs it, so `load` refuses a model the user did not name with `--trust-code MODEL`
+(or submit with `platobench submit FILE`; see platobench.zoo.python_code). The features' cache key is
+computed without importing anything (platobench.encoders.python_source): it hashes the module's .py file,
+the __init__.py of each package along its dotted name, and, followed with `ast` through `import` and
+`from ... import` statements (relative ones included, transitively), every imported module whose .py file
+lies outside the standard library, site-packages and platobench, so editing a helper module the encoder
+imports changes the key. Modules loaded by `importlib.import_module` and data files are not hashed.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ from platobench.encoders import layer_ids_of
 from platobench.encoders.base import EncoderOutputError, TextEncoder, VisionEncoder, to_output
 from platobench.errors import UserError
 from platobench.files.ids import shown
+from platobench.zoo.python_code import check_trusted
 from platobench.zoo.spec import ModelSpec
 
 PROBE_TEXTS = ("a red bird on a branch", "two people walking a dog in the park")
@@ -224,7 +233,9 @@ def wrap(spec: ModelSpec, user: Any, device: torch.device) -> TextEncoder | Visi
 
 def load(spec: ModelSpec, *, device: torch.device, dtype: str | None = None, home: Path | None = None
          ) -> TextEncoder | VisionEncoder:
-    """Import `spec.source` ("module:name") and build its encoder (see the module docstring)."""
+    """Import `spec.source` ("module:name") and build its encoder (see the module docstring); UserError
+    before any import unless the user trusts the model (`--trust-code`)."""
+    check_trusted(spec)
     module_name, _, attr = spec.source.partition(":")
     try:
         target = getattr(importlib.import_module(module_name), attr)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import atexit
 import functools
 import hashlib
-import importlib.util
 import os
 import sys
 import time
@@ -27,7 +26,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 from tqdm.auto import tqdm
 
-from platobench.encoders import layer_ids_of, load_encoder, packaged
+from platobench.encoders import layer_ids_of, load_encoder, packaged, python_source
 from platobench.encoders.base import EncoderOutputError
 from platobench.encoders.runtime import resolve_device, resolve_dtype
 from platobench.errors import UserError
@@ -206,7 +205,10 @@ def model_revision(spec: Any) -> str:
     pinned sha256 for packaged ones; for a local folder, a hash of its config and of the names, sizes and
     modification times of its weight files (retraining into the same folder changes the key); for a
     baseline, "baseline:<source>@v<N>" (N bumped whenever that baseline's features change); for a
-    "module:function" encoder, "python:<source>@sha256:<hash of its code>"."""
+    "module:name" encoder, "python:<source>@sha256:<16 hex>", the sha256 of its code found without importing
+    it (platobench.encoders.python_source): the module's .py file, the __init__.py of each package along its
+    dotted name, and every module it imports, transitively (relative imports included), whose file lies
+    outside the standard library, site-packages and platobench — each as its dotted name, size and bytes."""
     if spec.source_type == "baseline":
         from platobench.encoders.baselines import revision
 
@@ -226,40 +228,8 @@ def model_revision(spec: Any) -> str:
                 h.update(p.read_bytes())
         return "local:" + h.hexdigest()[:16]
     if spec.source_type == "python":
-        return f"python:{spec.source}@sha256:{python_source_sha256(spec)[:16]}"
+        return f"python:{spec.source}@sha256:{python_source.source_sha256(spec)[:16]}"
     return spec.revision or "unpinned"
-
-
-def python_source_sha256(spec: Any) -> str:
-    """sha256 (hex) of the code of a "module:function" spec, found without running it: the module's file,
-    or for a package every .py file under it (sorted by relative path; names and contents hashed), so
-    editing the encoder changes its cache key. UserError when the module cannot be found or has no source
-    file (a built-in or frozen module)."""
-    module_name = spec.source.partition(":")[0]
-    try:
-        found = importlib.util.find_spec(module_name)  # imports parent packages only, never the module
-    except (ImportError, ValueError) as exc:
-        raise UserError(f"model {spec.name}: cannot find module {module_name!r} of source {spec.source!r} ({exc})") from exc
-    if found is None:
-        raise UserError(f"model {spec.name}: cannot find module {module_name!r} of source {spec.source!r} "
-                        "(is its folder on the Python path?)")
-    if found.submodule_search_locations:
-        roots = [Path(p) for p in found.submodule_search_locations]
-        files = sorted((f.relative_to(root).as_posix(), f) for root in roots for f in root.rglob("*.py"))
-    elif found.origin and Path(found.origin).is_file():
-        files = [(Path(found.origin).name, Path(found.origin))]
-    else:
-        raise UserError(f"model {spec.name}: module {module_name!r} has no source file to hash ({found.origin}); "
-                        "the cache key of a python encoder is the sha256 of its code")
-    h = hashlib.sha256()
-    for rel, file in files:
-        try:
-            data = file.read_bytes()
-        except OSError as exc:
-            raise UserError(f"model {spec.name}: cannot read {file} to key its features ({exc})") from exc
-        h.update(f"{rel}|{len(data)}\n".encode())
-        h.update(data)
-    return h.hexdigest()
 
 
 # How each zoo field enters the cache key. KEYED_FIELDS: as its own key field or through one (name ->

@@ -51,7 +51,7 @@ def register(sub: Any) -> None:
     add_device_option(p)
     add_json_option(p, what="the report's points")
     from platobench.zoo.options import add_zoo_option
-    add_zoo_option(p)
+    add_zoo_option(p, loads_models=True)
     p.set_defaults(func=_scaling_n)
 
 

@@ -4,7 +4,7 @@ The canonical built-in file is platobench/zoo/model_zoo.yaml (shipped in the pac
 model_zoo.yaml is a symlink to it. `load_zoo(extra_files)` merges user files over it.
 
 The names below are imported on first use, so that building the command-line parser (which needs only
-`add_zoo_option` and `remote_code`) does not load pydantic and validate the schema.
+`add_zoo_option` and the opt-ins `remote_code`, `python_code`) does not load pydantic and validate the schema.
 """
 
 from __future__ import annotations

@@ -1,11 +1,12 @@
 """The `--zoo FILE` option, shared by every command that reads the model zoo (and, for commands that load
-models, `--trust-remote-code MODEL`)."""
+models, the opt-ins `--trust-remote-code MODEL` and `--trust-code MODEL`)."""
 
 from __future__ import annotations
 
 import argparse
 from typing import TYPE_CHECKING
 
+from platobench.zoo.python_code import add_trust_code_option
 from platobench.zoo.remote_code import add_trust_remote_code_option
 
 if TYPE_CHECKING:
@@ -14,7 +15,7 @@ if TYPE_CHECKING:
 
 def add_zoo_option(parser: argparse.ArgumentParser, *, loads_models: bool = False) -> None:
     """Add a repeatable `--zoo FILE` to `parser` (user zoo files merged over the built-in one, in order);
-    `loads_models`: also `--trust-remote-code MODEL`, for commands that load model weights."""
+    `loads_models`: also `--trust-remote-code MODEL` and `--trust-code MODEL`, for commands that load models."""
     parser.add_argument(
         "--zoo",
         action="append",
@@ -24,6 +25,7 @@ def add_zoo_option(parser: argparse.ArgumentParser, *, loads_models: bool = Fals
     )
     if loads_models:
         add_trust_remote_code_option(parser)
+        add_trust_code_option(parser)
 
 
 def zoo_from_args(args: argparse.Namespace) -> Zoo:
