@@ -55,8 +55,9 @@ def make_record(
         vision=ModelRef(name=vision, params_m=22.1, kind="vision_vit"),
         dataset=DatasetRef(name="openclipart-1024", revision="r1", n=n, fingerprint=fingerprint),
         score=score, layers=(min(1, len(grid) - 1), min(1, len(grid[0]) - 1)), last_layer_score=grid[-1][-1], chance=0.1,
-        null=NullRef(mean=0.1, std=0.01, p_value=0.01, n_perm=100, seed=0),
-        calibrated=(score - 0.1) / ((1.0 if higher else 0.0) - 0.1),  # as metrics.stats.calibrated_score
+        null=NullRef(mean=0.1 if higher else 1.9, std=0.01, p_value=0.01, n_perm=100, seed=0),
+        # as metrics.stats.calibrated_score: perfect 1 (mutual kNN), 0 (rotation residual)
+        calibrated=(score - 0.1) / 0.9 if higher else (score - 1.9) / -1.9,
         ci=IntervalRef(lo=score - 0.02, hi=score + 0.02, level=0.95, method="test"), grid=grid, runtime_s=0.1,
         **extra,
     )

@@ -13,7 +13,7 @@ from bench_fixtures import make_record
 
 from platobench.leaderboard import baselines as bl
 from platobench.leaderboard import build_leaderboard
-from platobench.results import IntervalRef, ResultRecord, write_record
+from platobench.results import IntervalRef, NullRef, ResultRecord, write_record
 
 V = "demo/dinov2-s-imgfocus"
 
@@ -156,3 +156,42 @@ def test_rendered_page_shades_baseline_rows_and_shows_verdicts(built, tmp_path):
     assert all(('<span class="tag">baseline</span>' in body) == (cls == "pb-row baseline") for cls, body in rows)
     assert "<th" in table and "verdict vs baselines" in table
     assert re.search(r"qwen2\.5/qwen2\.5-7b.*beats baselines", table)
+
+
+def test_a_degenerate_row_at_its_null_never_sets_the_bar():
+    """A submitted encoder with many all-zero rows scores high raw against a random-init vision baseline
+    (above every real pair here), but its null mean is as high (calibrated 0, p .62): it must not become
+    the strongest baseline, and no real pair's verdict may move."""
+    records = board()
+    before = bl.verdicts(records)
+    null = NullRef(mean=0.45, std=0.01, p_value=0.62, n_perm=100, seed=0)
+    degenerate = make_record("demo-mknn", "mine/zero-rows", "baseline/random-init-efficientnet-lite0", 0.45)
+    degenerate = with_ci(degenerate.model_copy(update={"null": null, "calibrated": 0.0}), 0.43, 0.47)
+    after = bl.verdicts([*records, degenerate])
+    assert after[degenerate.pair_id] == "baseline (at null)"
+    assert {k: v for k, v in after.items() if k != degenerate.pair_id} == before
+    assert bl.strongest_baseline([*records, degenerate]).language.name == "baseline/caption-length"
+
+
+def test_raw_scores_never_judge_when_nulls_are_known():
+    """A baseline with the highest raw score but a higher null is weaker than one with a lower raw score
+    far above its null."""
+    high_null = make_record("s", "baseline/caption-length", V, 0.50).model_copy(
+        update={"null": NullRef(mean=0.45, std=0.01, p_value=0.01, n_perm=100, seed=0), "calibrated": 0.05 / 0.55})
+    high_null = with_ci(high_null, 0.48, 0.52)
+    far = make_record("s", "baseline/bag-of-words", V, 0.40)  # null 0.1: calibrated 0.333 [0.311, 0.356]
+    real = make_record("s", "demo/minilm-l6", V, 0.45)  # calibrated 0.389 [0.367, 0.411]
+    assert bl.strongest_baseline([high_null, far, real]).pair_id == far.pair_id
+    assert bl.verdicts([high_null, far, real])[real.pair_id] == "beats baselines"
+
+
+def test_with_every_baseline_at_null_real_pairs_are_judged_against_their_own_null():
+    at_null = make_record("s", "baseline/caption-length", V, 0.11).model_copy(
+        update={"null": NullRef(mean=0.1, std=0.01, p_value=0.3, n_perm=100, seed=0), "calibrated": 0.01 / 0.9})
+    at_null = with_ci(at_null, 0.09, 0.13)
+    real = make_record("s", "demo/minilm-l6", V, 0.30)
+    weak = with_ci(make_record("s", "demo/mpnet-base", V, 0.11), 0.09, 0.13)
+    got = bl.verdicts([at_null, real, weak])
+    assert got[at_null.pair_id] == "baseline (at null)"
+    assert got[real.pair_id] == "beats baselines" and got[weak.pair_id] == "within baseline CI"
+    assert "no baseline exceeds its own null" in bl.board_sentence([at_null, real, weak])
