@@ -74,7 +74,7 @@ def register(subparsers: Any) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from platobench.bench.pairs import resolve_pairs
-    from platobench.bench.runner import Job, RunOptions, execute, plan_rows
+    from platobench.bench.runner import Job, RunOptions, check_selection, execute, plan_rows
     from platobench.bench.setting_rules import check_limit
     from platobench.bench.settings import Catalog
     from platobench.bench.terminal_board import board_rows, print_board
@@ -88,6 +88,8 @@ def _run(args: argparse.Namespace) -> int:
     check_limit(settings, args.limit)
     pairs = resolve_pairs(args.pairs, catalog, zoo)
     jobs = [Job(s, a, b) for s in settings for a, b in pairs]
+    for job in jobs:  # a layer selection outside a model's layers is refused before anything runs
+        check_selection(job)
     opts = RunOptions(
         out=args.out, limit=args.limit, device=args.device, batch_size=args.batch_size, workers=args.workers,
         force=args.force, skip_existing=args.skip_existing, progress=not args.json,

@@ -14,9 +14,11 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from platobench.bench.jobs import JobInputs, Scorer, entry_digests, score_job, scorer_for
+from platobench.bench.setting_rules import check_selection_fits
 from platobench.bench.settings import Setting
 from platobench.bench.zeroshot_inputs import zeroshot_inputs
 from platobench.data import get_dataset
+from platobench.encoders import layer_count_of
 from platobench.encoders.runtime import resolve_device
 from platobench.errors import UserError
 from platobench.features.extract import extract, feature_key, note_limit, parallel_state
@@ -71,6 +73,14 @@ def estimate_gpu_gib(spec: ModelSpec) -> float | None:
     if spec.params_m is None:
         return None
     return round(spec.params_m * 1e6 * 2 * 1.2 / 2**30, 1)
+
+
+def check_selection(job: Job) -> None:
+    """UserError when the job's fixed layer selection is outside its models' layer counts (known from the
+    zoo entries, without loading anything); a model whose num_layers is unknown fails at extraction."""
+    counts = layer_count_of(job.language), layer_count_of(job.vision)
+    if counts[0] is not None and counts[1] is not None:
+        check_selection_fits(job.setting, (counts[0], counts[1]), (job.language.name, job.vision.name))
 
 
 def job_inputs(setting: Setting, limit: int | None, cache: dict[Any, Any]) -> JobInputs:
@@ -238,6 +248,7 @@ def execute(
             scorer = scorer_for(job.setting.kind)
         elif (scorer := scorers.get(job.setting.kind)) is None:
             raise UserError(f"setting kind {job.setting.kind!r} is not supported by this runner")
+        check_selection(job)
         path = record_path(opts.out, job.setting.id, job.language.name, job.vision.name)
         if opts.skip_existing and path.is_file():
             return Planned(scorer, path, None, None)
