@@ -55,7 +55,8 @@ def register(subparsers: Any) -> None:
         ),
     )
     p.add_argument("--pairs", required=True,
-                   help="pair set (demo, default21, prh-val, all: see `platobench pairs list`) or 'LANG:VISION,...'")
+                   help="pair sets (demo, default21, prh-val, all: see `platobench pairs list`) and/or pairs "
+                        "'LANG:VISION', comma-separated: their union (e.g. offline,demo)")
     p.add_argument("--settings", required=True, help="setting ids or groups, comma-separated (e.g. demo, paired, prh-mknn; see `platobench settings list`)")
     p.add_argument("--out", type=Path, default=Path("results"), help="results folder (default ./results)")
     p.add_argument("--limit", type=int, default=None,
