@@ -1,4 +1,4 @@
-"""The statistics of a run are estimated before any model runs: above 10 minutes `run` asks for --yes,
+"""The statistics of a run are estimated before any model runs: above 2 hours `run` asks for --yes,
 above 7 days it refuses; long nulls and intervals show a progress bar (only when asked: a terminal, not
 --json). No model is loaded: the refusals come before any extraction."""
 
@@ -38,7 +38,7 @@ def test_ten_million_draws_on_24_samples_ask_for_yes_with_an_estimate(tmp_path, 
 
 
 def test_over_the_hard_cap_even_yes_is_refused(tmp_path, monkeypatch, capsys):
-    code, err = run(tmp_path, monkeypatch, capsys, "{dataset: openclipart-1024, metric: cka, n_ci: 10000000}", "--yes")
+    code, err = run(tmp_path, monkeypatch, capsys, "{dataset: openclipart-1024, metric: cka, n_ci: 100000000}", "--yes")
     assert code == 2 and "over the limit of 7 days" in err
 
 
@@ -91,3 +91,18 @@ def test_long_nulls_and_intervals_show_a_bar_when_asked(monkeypatch):
     stats.permutation_null("cka", xs, ys, n_perm=3, progress=True)
     assert shown == [("null cka", True), ("interval cka", True), ("null cka", False), ("interval cka", False),
                      ("null cka", False)]
+
+
+def test_the_committed_offline_board_runs_without_yes_and_is_estimated_within_a_factor_of_two():
+    from pathlib import Path
+
+    from platobench.bench.pairs import resolve_pairs
+    from platobench.bench.settings import Catalog
+    from platobench.results import load_records
+    from platobench.zoo import load_zoo
+
+    catalog, zoo = Catalog(), load_zoo()
+    jobs = [runner.Job(s, a, b) for s in catalog.resolve_settings("offline") for a, b in resolve_pairs("offline", catalog, zoo)]
+    estimate = check_cost(runner.plan_costs(jobs, runner.RunOptions(out=Path("unused"))), confirmed=False)
+    measured = sum(r.runtime_s for r in load_records(Path(__file__).resolve().parents[1] / "results" / "offline"))
+    assert measured / 2 < estimate < 2 * measured

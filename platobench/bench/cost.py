@@ -1,7 +1,8 @@
 """How long the statistics of a run will take, estimated before any model runs, and the gate on it.
 
 The work of a job is counted in metric evaluations (one layer-pair score) and turned into seconds with
-per-evaluation times measured roughly on 2 CPU cores (good to about an order of magnitude):
+per-evaluation times measured roughly on 2 CPU cores and fitted to the runtimes of the committed
+`results/offline` records (each setting's total within a factor of 2):
 
   paired      cells x (1 + n_perm + n_ci) evaluations, cells = Lx x Ly for "best" (1 for a fixed pair);
               one evaluation on N samples takes EVAL_S + PAIR_S N^2 s (kNN lists and Gram products),
@@ -23,17 +24,18 @@ from dataclasses import dataclass
 from platobench.errors import UserError
 
 EVAL_S = 1e-5
-PAIR_S = 5e-9
+PAIR_S = 2e-9
 SUMMARY_S = 2e-4
-SUMMARY_CELL_S = 1e-6
+SUMMARY_CELL_S = 5e-8
 DEFAULT_WIDTH = 1024
 #: Multipliers of the per-evaluation time: rotation_residual_heldout re-fits its map for every draw,
 #: svcca's permutation re-orthogonalises the permuted bases.
-SLOW_METRICS = {"rotation_residual_heldout": 1000.0, "svcca": 300.0}
+SLOW_METRICS = {"rotation_residual_heldout": 800.0, "svcca": 300.0}
 FAQ_S = 1e-3
 FAQ_CUBE_S = 1.5e-7
-#: Estimated seconds of statistics above which `run` asks for --yes (10 minutes).
-CONFIRM_S = 600.0
+#: Estimated seconds of statistics above which `run` asks for --yes (2 hours: the committed offline
+#: board, 42 pairs x 7 settings from an empty results folder, is estimated at ~1 h and runs in ~1 h).
+CONFIRM_S = 7200.0
 #: Estimated seconds no run may exceed, even with --yes (7 days).
 MAX_S = 7 * 86400.0
 

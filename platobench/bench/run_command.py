@@ -70,7 +70,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--dry-run", action="store_true",
                    help="show the plan (models, sizes, GPU memory, cached, estimated statistics time) and stop")
     p.add_argument("--yes", action="store_true",
-                   help="run even when the statistics (nulls, intervals, restarts) are estimated above 10 minutes "
+                   help="run even when the statistics (nulls, intervals, restarts) are estimated above 2 hours "
                         "(never above 7 days)")
     add_json_option(p, what="the plan or the run summary")
     add_catalog_options(p)
