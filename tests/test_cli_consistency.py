@@ -226,7 +226,8 @@ def test_dry_run_prints_an_aligned_table(capsys, monkeypatch, tmp_path):
     monkeypatch.setattr(runner, "plan_rows", lambda jobs, opts, store: rows)
     monkeypatch.setenv("PLATOBENCH_HOME", str(tmp_path))
     code, out, _ = run(capsys, "run", "--pairs", "demo", "--settings", "demo-mknn", "--dry-run")
-    lines = out.splitlines()[1:]
+    lines = out.splitlines()[1:-1]
+    assert out.splitlines()[-1].startswith("statistics (nulls, intervals, restarts): ~")
     assert code == 0 and lines[0].split()[:2] == ["model", "dataset"]
     cached_col = lines[0].index("cached")
     assert [line[cached_col:] for line in lines] == ["cached", "yes", "unavailable: no data"]

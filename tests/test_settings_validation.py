@@ -159,3 +159,45 @@ def test_run_refuses_a_limit_below_the_settings_minimum(tmp_path, capsys):
     assert main([*argv, "5"]) == 2
     assert "--limit 5 is too small for setting 'mk5'" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("field", "expected"), [
+    ("seed: -5", "greater than or equal to 0"),
+    ("seed: 100000000000000000000000", "less than 9223372036854775808"),
+    ("seed: 1.0e+23", "seed"),
+    ("caption_index: -1", "greater than or equal to 0"),
+])
+def test_seeds_and_caption_indices_out_of_range_are_refused_at_load(tmp_path, field, expected):
+    refused(tmp_path, f"settings:\n  mine:\n    dataset: tuxpaint\n    metric: cka\n    {field}\n",
+            "setting 'mine'", field.split(":")[0], expected)
+
+
+def test_the_largest_seed_is_accepted_and_seeds_the_null():
+    setting = Setting(id="mine", dataset="tuxpaint", metric="cka", seed=2**63 - 1)
+    torch.Generator().manual_seed(setting.seed)
+
+
+def test_a_fixed_selection_outside_the_models_layers_is_refused_before_any_model_runs(tmp_path, capsys, monkeypatch):
+    from platobench.bench import runner
+    from platobench.bench.runner import Job, RunOptions, execute
+    from platobench.features.store import FeatureStore
+    from platobench.zoo import load_zoo
+
+    def forbidden(*a, **k):
+        raise AssertionError("no model may be loaded")
+
+    monkeypatch.setattr(runner, "extract", forbidden)
+    path = tmp_path / "mine.yaml"
+    path.write_text("settings:\n  far: {dataset: tuxpaint, metric: cka, selection: 'fixed:99,99'}\n"
+                    "  near: {dataset: tuxpaint, metric: cka, selection: 'fixed:-7,12'}\n")
+    argv = ["run", "--pairs", "demo/minilm-l6:demo/dinov2-s-imgfocus", "--settings-file", str(path),
+            "--out", str(tmp_path / "out"), "--dry-run", "--json", "--settings"]
+    assert main([*argv, "far"]) == 2
+    err = capsys.readouterr().err
+    assert "setting 'far': selection 'fixed:99,99' does not fit demo/minilm-l6 (7 layers) x " \
+           "demo/dinov2-s-imgfocus (13 layers)" in err
+    assert main([*argv, "near"]) == 0  # -7 is layer 0 of 7, 12 the last of 13
+    zoo = load_zoo()
+    job = Job(Catalog([path]).settings["far"], zoo.get("demo/minilm-l6"), zoo.get("demo/dinov2-s-imgfocus"))
+    summary = execute([job], RunOptions(out=tmp_path / "out", progress=False), FeatureStore(tmp_path / "features"))
+    assert "does not fit" in next(iter(summary.failed.values()))

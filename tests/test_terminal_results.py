@@ -281,10 +281,27 @@ def test_score_prints_chance_level_and_keeps_its_first_line(feature_files, capsy
     lines = capsys.readouterr().out.splitlines()
     assert re.fullmatch(r"mutual_knn = \d\.\d{6} \(layers \d, 0; best; n=40\)", lines[0])
     assert lines[1] == f"chance level: {10 / 39:.6f} (k/(N-1) = 10/39)"
-    assert len(lines) == 2  # no null unless asked
-    assert main(score(feature_files, "--metric", "cycle_knn", "--json")) == 0
+    assert len(lines) == 2  # a closed-form chance level: no null unless asked
+    assert main(score(feature_files, "--metric", "cycle_knn", "--null", "0", "--json")) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["chance"] is None and out["null"] is None
+    assert out["chance"] is None and out["null"] is None and out["warnings"] == []
+
+
+def test_score_gives_the_null_unasked_when_chance_has_no_closed_form_and_warns_when_n_is_not_above_d(tmp_path, capsys):
+    gen = np.random.default_rng(0)
+    paths = tmp_path / "x.npy", tmp_path / "y.npy"
+    np.save(paths[0], gen.normal(size=(30, 8)).astype("float32"))  # independent noise, y wider than N
+    np.save(paths[1], gen.normal(size=(30, 40)).astype("float32"))
+    assert main(score(paths, "--metric", "svcca")) == 0
+    out, err = capsys.readouterr()
+    assert "permutation null (B=20, seed 0, by default: --null 0 skips it): mean" in out
+    assert "warning: N = 30 samples is not above the width 40 of the y features" in err and "x features" not in err
+    assert main(score(paths, "--metric", "svcca", "--json")) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["null"]["n_perm"] == 20 and got["null_by_default"] is True and len(got["warnings"]) == 1
+    assert main(score(paths, "--metric", "mutual_knn", "--param", "k=3", "--json")) == 0  # chance 3/29 is known
+    got = json.loads(capsys.readouterr().out)
+    assert got["null"] is None and got["null_by_default"] is False
 
 
 def test_score_null_gives_mean_std_and_floored_p_value(feature_files, capsys):

@@ -111,3 +111,10 @@ def test_validate_json_reports_problems(capsys, bad_file):
 def test_every_command_reading_the_zoo_fails_on_a_bad_file(capsys, bad_file, argv):
     code, _, err = run(capsys, "zoo", *argv, "--zoo", str(bad_file))
     assert code == 2 and str(bad_file) in err and "colour" in err
+
+
+def test_validate_refuses_a_block_count_no_model_has(capsys, tmp_path):
+    path = tmp_path / "huge.yaml"
+    path.write_text(BAD_ENTRY.replace("    colour: blue\n", "    num_layers: 1000000000000\n"))
+    code, out, err = run(capsys, "zoo", "validate", str(path))
+    assert code == 2 and "num_layers" in err and "less than or equal to 4096" in err

@@ -157,3 +157,18 @@ def test_sizes_must_be_positive(field):
     if field == "image_size":
         overrides.update(loader="hf_vision", kind="vision_vit", modality="vision", pooling="cls")
     assert "greater than 0" in error_text(**overrides)
+
+
+@pytest.mark.parametrize(("field", "value"), [("num_layers", 4097), ("num_layers", 10**12), ("width", (1 << 20) + 1),
+                                              ("image_size", 8193), ("params_m", 1.5e7)])
+def test_counts_are_bounded_by_something_physical(field, value):
+    overrides = {field: value}
+    if field == "image_size":
+        overrides.update(loader="hf_vision", kind="vision_vit", modality="vision", pooling="cls")
+    assert "less than or equal to" in error_text(**overrides)
+
+
+def test_the_bounds_themselves_are_accepted():
+    assert make(num_layers=4096, width=1 << 20, params_m=1e7, layers=[0, 4096]).num_layers == 4096
+    assert make(layers=[4097]).layers == (4097,)  # num_layers unknown: a projection after block 4096
+    assert "above 4097" in error_text(layers=[0, 10**12])

@@ -26,27 +26,38 @@ def _members(zoo: Zoo, queries: list[str], modality: str, where: str) -> list[Mo
     return list(out.values())
 
 
+def _pair_set(name: str, catalog: Catalog, zoo: Zoo) -> list[tuple[ModelSpec, ModelSpec]]:
+    """Every (language, vision) pair of pair set `name`, language-major."""
+    ps = catalog.pair_sets[name]
+    lang = _members(zoo, ps.language, "text", f"pair set {name!r}")
+    vis = _members(zoo, ps.vision, "vision", f"pair set {name!r}")
+    return [(a, b) for a in lang for b in vis]
+
+
+def _pair(token: str, catalog: Catalog, zoo: Zoo) -> tuple[ModelSpec, ModelSpec]:
+    """The pair of 'LANGUAGE_MODEL:VISION_MODEL' (spaces around either name ignored)."""
+    if token.count(":") != 1:
+        raise UserError(
+            f"--pairs: {shown(token)} is neither a pair set name ({', '.join(sorted(catalog.pair_sets))}) "
+            "nor 'LANGUAGE_MODEL:VISION_MODEL'"
+        )
+    a_name, b_name = (part.strip() for part in token.split(":"))
+    a, b = zoo.get(a_name), zoo.get(b_name)
+    if a.modality != "text" or b.modality != "vision":
+        raise UserError(f"--pairs: in {shown(token)} the first model must be a text model and the second a vision model")
+    return a, b
+
+
 def resolve_pairs(spec: str, catalog: Catalog, zoo: Zoo) -> list[tuple[ModelSpec, ModelSpec]]:
-    """`spec` is a pair-set name from the settings file (e.g. all, default21, demo) or an explicit
-    comma-separated list `language:vision,...` of zoo names. Order: language-major, no repeats."""
-    spec = spec.strip()
-    if spec in catalog.pair_sets:
-        ps = catalog.pair_sets[spec]
-        lang = _members(zoo, ps.language, "text", f"pair set {spec!r}")
-        vis = _members(zoo, ps.vision, "vision", f"pair set {spec!r}")
-        return [(a, b) for a in lang for b in vis]
+    """`spec` is a comma-separated list whose items are pair-set names from the settings file (e.g. all,
+    default21, demo) or explicit pairs `language:vision` of zoo names; the result is their union, in
+    order of first appearance (a pair set language-major), without repeats."""
+    tokens = [t.strip() for t in spec.split(",") if t.strip()]
+    if not tokens:
+        raise UserError("--pairs is empty; name a pair set (`platobench pairs list`) or 'LANGUAGE_MODEL:VISION_MODEL'")
     pairs: dict[tuple[str, str], tuple[ModelSpec, ModelSpec]] = {}
-    for token in [t.strip() for t in spec.split(",") if t.strip()]:
-        if token.count(":") != 1:
-            raise UserError(
-                f"--pairs: {shown(token)} is neither a pair set ({', '.join(sorted(catalog.pair_sets))}) "
-                "nor 'LANGUAGE_MODEL:VISION_MODEL'"
-            )
-        a_name, b_name = token.split(":")
-        a, b = zoo.get(a_name), zoo.get(b_name)
-        if a.modality != "text" or b.modality != "vision":
-            raise UserError(f"--pairs: in {shown(token)} the first model must be a text model and the second a vision model")
-        pairs[(a.name, b.name)] = (a, b)
-    if not pairs:
-        raise UserError("--pairs is empty")
+    for token in tokens:
+        found = _pair_set(token, catalog, zoo) if token in catalog.pair_sets else [_pair(token, catalog, zoo)]
+        for a, b in found:
+            pairs.setdefault((a.name, b.name), (a, b))
     return list(pairs.values())

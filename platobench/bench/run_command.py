@@ -55,7 +55,8 @@ def register(subparsers: Any) -> None:
         ),
     )
     p.add_argument("--pairs", required=True,
-                   help="pair set (demo, default21, prh-val, all: see `platobench pairs list`) or 'LANG:VISION,...'")
+                   help="pair sets (demo, default21, prh-val, all: see `platobench pairs list`) and/or pairs "
+                        "'LANG:VISION', comma-separated: their union (e.g. offline,demo)")
     p.add_argument("--settings", required=True, help="setting ids or groups, comma-separated (e.g. demo, paired, prh-mknn; see `platobench settings list`)")
     p.add_argument("--out", type=Path, default=Path("results"), help="results folder (default ./results)")
     p.add_argument("--limit", type=int, default=None,
@@ -66,7 +67,11 @@ def register(subparsers: Any) -> None:
     p.add_argument("--workers", type=int, default=2, help="image-decoding workers")
     p.add_argument("--skip-existing", action="store_true", help="skip any pair x setting that already has a record")
     p.add_argument("--force", action="store_true", help="recompute records even when their inputs are unchanged")
-    p.add_argument("--dry-run", action="store_true", help="show the plan (models, sizes, GPU memory, cached) and stop")
+    p.add_argument("--dry-run", action="store_true",
+                   help="show the plan (models, sizes, GPU memory, cached, estimated statistics time) and stop")
+    p.add_argument("--yes", action="store_true",
+                   help="run even when the statistics (nulls, intervals, restarts) are estimated above 2 hours "
+                        "(never above 7 days)")
     add_json_option(p, what="the plan or the run summary")
     add_catalog_options(p)
     p.set_defaults(func=_run)
@@ -74,7 +79,8 @@ def register(subparsers: Any) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from platobench.bench.pairs import resolve_pairs
-    from platobench.bench.runner import Job, RunOptions, execute, plan_rows
+    from platobench.bench.cost import duration
+    from platobench.bench.runner import Job, RunOptions, check_selection, execute, plan_costs, plan_rows
     from platobench.bench.setting_rules import check_limit
     from platobench.bench.settings import Catalog
     from platobench.bench.terminal_board import board_rows, print_board
@@ -88,15 +94,18 @@ def _run(args: argparse.Namespace) -> int:
     check_limit(settings, args.limit)
     pairs = resolve_pairs(args.pairs, catalog, zoo)
     jobs = [Job(s, a, b) for s in settings for a, b in pairs]
+    for job in jobs:  # a layer selection outside a model's layers is refused before anything runs
+        check_selection(job)
     opts = RunOptions(
         out=args.out, limit=args.limit, device=args.device, batch_size=args.batch_size, workers=args.workers,
-        force=args.force, skip_existing=args.skip_existing, progress=not args.json,
+        force=args.force, skip_existing=args.skip_existing, progress=not args.json, yes=args.yes,
     )
     store = FeatureStore()
     if args.dry_run:
         rows = plan_rows(jobs, opts, store)
+        seconds = sum(c.seconds for c in plan_costs(jobs, opts))
         if args.json:
-            print(json.dumps({"jobs": len(jobs), "extractions": rows}, indent=1))
+            print(json.dumps({"jobs": len(jobs), "extractions": rows, "statistics_s": round(seconds, 1)}, indent=1))
         else:
             print(f"{len(pairs)} pairs x {len(settings)} settings = {len(jobs)} records; {len(rows)} extractions:")
             cells = [[r["model"], r["dataset"], "?" if r["params_m"] is None else f"{r['params_m']:g}",
@@ -104,6 +113,7 @@ def _run(args: argparse.Namespace) -> int:
                       {True: "yes", False: "no"}.get(r["cached"], str(r["cached"]))] for r in rows]
             print("\n".join(format_table(("model", "dataset", "params (M)", "GPU GiB", "cached"), cells,
                                          right={2, 3}, indent="  ")))
+            print(f"statistics (nulls, intervals, restarts): ~{duration(seconds)} estimated on 2 CPU cores")
         return 0
     state = parallel_state(args.device)
     if state is None or state.is_main_process:

@@ -13,15 +13,19 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from platobench.bench.cost import JobCost, check_cost, paired_cost, zeroshot_cost
 from platobench.bench.jobs import JobInputs, Scorer, entry_digests, score_job, scorer_for
+from platobench.bench.setting_rules import check_selection_fits
 from platobench.bench.settings import Setting
 from platobench.bench.zeroshot_inputs import zeroshot_inputs
 from platobench.data import get_dataset
+from platobench.encoders import layer_count_of
 from platobench.encoders.runtime import resolve_device
 from platobench.errors import UserError
 from platobench.features.extract import extract, feature_key, note_limit, parallel_state
 from platobench.features.slices import cached_superset
 from platobench.features.store import FeatureEntry, FeatureStore
+from platobench.metrics.stats import draw_bars
 from platobench.results import ResultRecord, load_record, record_path, write_record
 from platobench.zoo import ModelSpec
 
@@ -43,6 +47,7 @@ class RunOptions:
     force: bool = False
     skip_existing: bool = False
     progress: bool = True
+    yes: bool = False  # run even when the statistics are estimated above `cost.CONFIRM_S`
 
 
 @dataclass
@@ -71,6 +76,40 @@ def estimate_gpu_gib(spec: ModelSpec) -> float | None:
     if spec.params_m is None:
         return None
     return round(spec.params_m * 1e6 * 2 * 1.2 / 2**30, 1)
+
+
+def check_selection(job: Job) -> None:
+    """UserError when the job's fixed layer selection is outside its models' layer counts (known from the
+    zoo entries, without loading anything); a model whose num_layers is unknown fails at extraction."""
+    counts = layer_count_of(job.language), layer_count_of(job.vision)
+    if counts[0] is not None and counts[1] is not None:
+        check_selection_fits(job.setting, (counts[0], counts[1]), (job.language.name, job.vision.name))
+
+
+def job_cost(job: Job, inputs: JobInputs) -> JobCost | None:
+    """The estimated cost of the job's statistics (`platobench.bench.cost`) from its inputs' size, its
+    models' layer counts and the setting's counts; None while a model's layer count is unknown."""
+    from platobench.bench.zeroshot_inputs import ZeroshotOptions
+    from platobench.metrics.matching import DEFAULT_RESTARTS
+    from platobench.metrics.selection import select_index
+
+    counts = layer_count_of(job.language), layer_count_of(job.vision)
+    if counts[0] is None or counts[1] is None:
+        return None
+    shape = (counts[0], counts[1])
+    fixed = select_index(shape, job.setting.selection)
+    label = f"{job.setting.id}: {job.language.name} x {job.vision.name}"
+    s = job.setting
+    if s.kind == "zeroshot":
+        opts = ZeroshotOptions.of(s)
+        cells = shape[0] * shape[1] if fixed is None else 1 + (fixed != (shape[0] - 1, shape[1] - 1))
+        restarts = DEFAULT_RESTARTS[opts.solver] if opts.restarts is None else opts.restarts
+        classes = len(inputs.text_data.class_names)
+        return zeroshot_cost(label, opts.solver, classes, cells, len(opts.seeds), restarts)
+    cells, layers = (shape[0] * shape[1], shape[0] + shape[1]) if fixed is None else (1, 2)
+    widths = [w for w in (job.language.width, job.vision.width) if w is not None]
+    return paired_cost(label, s.metric, len(inputs.image_data), cells, layers, max(widths, default=None), s.n_perm,
+                       s.n_ci, s.ci_fraction)
 
 
 def job_inputs(setting: Setting, limit: int | None, cache: dict[Any, Any]) -> JobInputs:
@@ -127,6 +166,21 @@ def plan_rows(jobs: list[Job], opts: RunOptions, store: FeatureStore) -> list[di
                 "est_gpu_gib": estimate_gpu_gib(spec), "cached": cached,
             }
     return list(rows.values())
+
+
+def plan_costs(jobs: list[Job], opts: RunOptions) -> list[JobCost]:
+    """The estimated statistics cost of every job whose inputs can be built (`--dry-run`: records that
+    would be reused are counted too)."""
+    cache: dict[Any, Any] = {}
+    out = []
+    for job in jobs:
+        try:
+            cost = job_cost(job, job_inputs(job.setting, opts.limit, cache))
+        except (UserError, RuntimeError):  # unavailable inputs: the plan's rows say why
+            continue
+        if cost is not None:
+            out.append(cost)
+    return out
 
 
 def warn_limited(limit: int | None) -> None:
@@ -238,6 +292,7 @@ def execute(
             scorer = scorer_for(job.setting.kind)
         elif (scorer := scorers.get(job.setting.kind)) is None:
             raise UserError(f"setting kind {job.setting.kind!r} is not supported by this runner")
+        check_selection(job)
         path = record_path(opts.out, job.setting.id, job.language.name, job.vision.name)
         if opts.skip_existing and path.is_file():
             return Planned(scorer, path, None, None)
@@ -255,11 +310,24 @@ def execute(
             planned.append(plan(job))
         except Exception as exc:  # noqa: BLE001 -- reported per job below
             planned.append(exc)
+    # The statistics of the jobs left to score are estimated before any model runs (`cost.check_cost`);
+    # under a launcher the refusal reaches every process with the plan.
+    refusal = None
+    if main:
+        costs = [c for job, p in zip(jobs, planned) if isinstance(p, Planned) and p.inputs is not None
+                 and (c := job_cost(job, p.inputs)) is not None]
+        try:
+            check_cost(costs, opts.yes)
+        except UserError as exc:
+            refusal = str(exc)
     if state is not None:
         from accelerate.utils import broadcast_object_list
 
         pending = [isinstance(p, Planned) and p.inputs is not None for p in planned]
-        pending = broadcast_object_list([pending])[0]
+        pending, refusal = broadcast_object_list([(pending, refusal)])[0]
+    if refusal is not None:
+        raise UserError(refusal)
+    if state is not None:
         for job, todo in zip(jobs, pending):
             if todo:
                 job_in = job_inputs(job.setting, opts.limit, inputs_cache)
@@ -286,8 +354,9 @@ def execute(
             a, b = features(job.language, p.inputs), features(job.vision, p.inputs)
             if p.digests != entry_digests(a, b):
                 raise RuntimeError(f"{label}: the cache returned entries of other keys than planned")
-            record = score_job(job.setting, job.language, job.vision, (a, b), p.inputs, scorer=p.scorer,
-                               extra=None if opts.limit is None else {"limit": opts.limit})
+            with draw_bars(opts.progress and sys.stderr.isatty()):  # long nulls and intervals show a bar
+                record = score_job(job.setting, job.language, job.vision, (a, b), p.inputs, scorer=p.scorer,
+                                   extra=None if opts.limit is None else {"limit": opts.limit})
             summary.written.append(str(write_record(opts.out, record)))
         except Exception as exc:
             summary.failed[label] = f"{type(exc).__name__}: {exc}"

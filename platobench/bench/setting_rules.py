@@ -81,6 +81,18 @@ def check_zeroshot(setting: Setting) -> None:
         raise UserError(str(exc).removeprefix(f"setting {setting.id!r}: ")) from None
 
 
+def check_selection_fits(setting: Setting, shape: tuple[int, int], models: tuple[str, str]) -> None:
+    """UserError unless `setting.selection` picks a cell of a [Lx, Ly] layer grid of `shape`, the layer
+    counts of the (language, vision) `models`: checked when jobs are planned, before any extraction."""
+    from platobench.metrics.selection import select_index
+
+    try:
+        select_index(shape, setting.selection)
+    except UserError as exc:
+        raise UserError(f"setting {setting.id!r}: selection {shown(setting.selection)} does not fit {models[0]} "
+                        f"({shape[0]} layers) x {models[1]} ({shape[1]} layers): {exc}") from None
+
+
 def _check_samples(setting: Setting, n: int) -> None:
     """UserError unless paired `setting` can score n samples, its subsampling interval included."""
     from platobench.metrics.registry import get_metric

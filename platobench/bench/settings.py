@@ -27,6 +27,9 @@ from platobench.files.yaml_safe import read_yaml
 BUILTIN = Path(__file__).with_name("settings.yaml")
 SECTIONS = {"settings": "setting id", "groups": "setting group name", "pair_sets": "pair set name"}
 
+#: Seeds are signed 64-bit integers >= 0: torch.Generator.manual_seed overflows from 2**64, and records keep them exactly.
+MAX_SEED = 2**63
+
 #: A string that follows the id rule (`files.ids.check_id`): it becomes part of paths.
 Id = Annotated[str, AfterValidator(lambda v: check_id(v, "id"))]
 
@@ -46,7 +49,7 @@ class Setting(BaseModel):
     id: Id
     kind: Literal["paired", "zeroshot"] = "paired"
     dataset: Id
-    caption_index: int = 0
+    caption_index: int = Field(default=0, ge=0, description="which caption of each sample (0: the first)")
     metric: str
     params: dict[str, Any] = Field(default_factory=dict)
     preprocess: str = "none"  # a mode of platobench.metrics.preprocess
@@ -55,7 +58,7 @@ class Setting(BaseModel):
     n_ci: int = Field(default=50, ge=0, description="subsamples for the confidence interval (0: none)")
     ci_fraction: float = Field(default=0.5, gt=0, lt=1)
     ci_level: float = Field(default=0.95, gt=0, lt=1)
-    seed: int = 0
+    seed: int = Field(default=0, ge=0, lt=MAX_SEED, description="torch.Generator seed of the null shuffles and CI subsets")
     options: dict[str, Any] = Field(default_factory=dict, description="kind-specific options (zero-shot)")
     description: str = ""
 

@@ -52,6 +52,13 @@ def layer_ids_of(spec: ModelSpec) -> list[int]:
     return spec.layer_ids(spec.top_layer)  # type: ignore[arg-type]  # not None once there is no problem
 
 
+def layer_count_of(spec: ModelSpec) -> int | None:
+    """len(layer_ids_of(spec)) without building the list (for planning); None while `num_layers` is unknown."""
+    if spec.extraction_problem() is not None:
+        return None
+    return len(spec.layers) if spec.layers != "all" else spec.top_layer + 1  # type: ignore[operator]  # known
+
+
 def load_encoder(
     spec: ModelSpec, *, device: str | torch.device = "cpu", dtype: str | None = None, home: Path | None = None
 ) -> TextEncoder | VisionEncoder:
@@ -80,4 +87,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["TextEncoder", "VisionEncoder", "layer_ids_of", "load_encoder"]
+__all__ = ["TextEncoder", "VisionEncoder", "layer_count_of", "layer_ids_of", "load_encoder"]

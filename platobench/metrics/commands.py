@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +21,10 @@ if TYPE_CHECKING:  # numpy, torch and the metrics load in the handlers, not whil
 #: building the parser does not import torch (tests/test_cli_startup.py checks they agree).
 PREPROCESS_CHOICES = ("l2", "none", "prh", "prh_exact")
 
+#: Shuffles of the null `score` computes unasked for a metric without a closed-form chance level (svcca
+#: scores ~0.95 on independent noise when N is near the widths): enough for its mean to show chance.
+DEFAULT_NULL = 20
+
 
 def register(subparsers: Any) -> None:
     m = subparsers.add_parser("metrics", help="list the alignment metrics", description="List metric descriptors.")
@@ -33,7 +38,8 @@ def register(subparsers: Any) -> None:
             "(--x-model/--y-model with --dataset; extracted first if missing) or two files (--x/--y): .npy [N, D] or "
             "[L, N, D], or .safetensors with one tensor per layer, keys ending in the layer index (layer.0, layer.1, ...; "
             "read in numeric order). Prints the selected score and its layers (positions in that order), the chance "
-            "level and, with --null B, the permutation null (mean ± std) and p-value."
+            "level and the permutation null (mean ± std) and p-value: with --null B, or unasked for a metric whose "
+            "chance level has no closed form. Warns when N is not above a feature width."
         ),
     )
     s.add_argument("--metric", required=True, help="metric id (see `platobench metrics`)")
@@ -48,9 +54,10 @@ def register(subparsers: Any) -> None:
     s.add_argument("--limit", type=int, default=None, help="only the first N samples of the dataset")
     add_device_option(s, used_for="extraction when cached features are missing")
     s.add_argument("--grid", action="store_true", help="also print the whole layer grid")
-    s.add_argument("--null", type=int, default=0, metavar="B",
+    s.add_argument("--null", type=int, default=None, metavar="B",
                    help="also compute a permutation null with B shuffles of the pairing: its mean ± std and the "
-                        "p-value, whose floor is 1/(B+1) (default 0: no null)")
+                        f"p-value, whose floor is 1/(B+1) (default: {DEFAULT_NULL} for a metric whose chance level "
+                        "is not known in closed form, else none; 0: no null)")
     s.add_argument("--seed", type=int, default=0, help="seed of the --null shuffles (default 0)")
     add_json_option(s, what="the score, its layers and statistics")
     s.set_defaults(func=_score)
@@ -203,6 +210,7 @@ def _score(args: argparse.Namespace) -> int:
     out = {"metric": metric.id, "params": params, "preprocess": args.preprocess, "selection": chosen.to_record(),
            "score": chosen.score, "n": int(xs[0].shape[0])}
     out.update(score_statistics(metric.id, xs, ys, summaries, args, params, out["n"]))
+    out["warnings"] = size_warnings(out["n"], xs, ys)
     if args.grid:
         out["grid"] = grid.tolist()
     if args.json:
@@ -214,22 +222,40 @@ def _score(args: argparse.Namespace) -> int:
         if args.grid:
             for row in grid.tolist():
                 print(" ".join(f"{v:8.4f}" for v in row))
+    sys.stdout.flush()
+    for warning in out["warnings"]:
+        print(f"warning: {warning}", file=sys.stderr)
     return 0
+
+
+def size_warnings(n: int, xs: list[torch.Tensor], ys: list[torch.Tensor]) -> list[str]:
+    """One warning per side whose widest layer [N, D] has D >= N: with fewer samples than dimensions,
+    unrelated features can be made to look aligned (CCA-type scores near 1 on noise)."""
+    out = []
+    for side, layers in (("x", xs), ("y", ys)):
+        width = max(int(t.shape[1]) for t in layers)
+        if width >= n:
+            out.append(f"N = {n} samples is not above the width {width} of the {side} features: scores of "
+                       "unrelated features can be far from chance at this size; compare with the permutation null")
+    return out
 
 
 def score_statistics(metric: str, xs: list[torch.Tensor], ys: list[torch.Tensor], summaries: Any,
                      args: argparse.Namespace, params: dict[str, Any], n: int) -> dict[str, Any]:
     """{"chance": closed-form chance level or None, "null": permutation null summary or None}; the null
-    (mean, std, p_value, p_floor = 1/(B+1), calibrated, n_perm, seed) only with --null B > 0."""
+    (mean, std, p_value, p_floor = 1/(B+1), calibrated, n_perm, seed) with --null B > 0, or unasked
+    (`DEFAULT_NULL` shuffles, "null_by_default" true) when the chance level has no closed form."""
     from platobench.metrics.stats import chance_level, permutation_null
 
-    if args.null < 0:
+    if args.null is not None and args.null < 0:
         raise UserError(f"--null must be a number of shuffles >= 0 (0: no null), got {args.null}")
     if args.seed < 0:
         raise UserError(f"--seed must be >= 0, got {args.seed}")
-    out: dict[str, Any] = {"chance": chance_level(metric, n, **params), "null": None}
-    if args.null > 0:
-        res = permutation_null(metric, xs, ys, selection=args.selection, n_perm=args.null, seed=args.seed,
+    chance = chance_level(metric, n, **params)
+    n_perm = args.null if args.null is not None else (DEFAULT_NULL if chance is None else 0)
+    out: dict[str, Any] = {"chance": chance, "null": None, "null_by_default": args.null is None and n_perm > 0}
+    if n_perm > 0:
+        res = permutation_null(metric, xs, ys, selection=args.selection, n_perm=n_perm, seed=args.seed,
                                preprocess=args.preprocess, summaries=summaries, **params)
         out["null"] = {"mean": res.mean, "std": res.std, "p_value": res.p_value, "p_floor": 1 / (res.n_perm + 1),
                        "calibrated": res.calibrated, "n_perm": res.n_perm, "seed": res.seed}
@@ -240,7 +266,7 @@ def statistics_lines(out: dict[str, Any]) -> list[str]:
     """The chance line and (with a null) the permutation-null line of `platobench score`."""
     k = out["params"].get("k")
     if out["chance"] is None:
-        lines = ["chance level: not known in closed form for this metric (--null B estimates it)"]
+        lines = ["chance level: not known in closed form for this metric (the permutation null estimates it)"]
     elif out["metric"] == "mutual_knn" and k is not None:
         lines = [f"chance level: {out['chance']:.6f} (k/(N-1) = {k}/{out['n'] - 1})"]
     else:
@@ -248,7 +274,8 @@ def statistics_lines(out: dict[str, Any]) -> list[str]:
     null = out["null"]
     if null is not None:
         calibrated = "-" if null["calibrated"] is None else f"{null['calibrated']:.4f}"
-        lines.append(f"permutation null (B={null['n_perm']}, seed {null['seed']}): mean {null['mean']:.6f} ± "
+        unasked = ", by default: --null 0 skips it" if out.get("null_by_default") else ""
+        lines.append(f"permutation null (B={null['n_perm']}, seed {null['seed']}{unasked}): mean {null['mean']:.6f} ± "
                      f"{null['std']:.6f}; p = {null['p_value']:.4g} (floor 1/(B+1) = {null['p_floor']:.4g}); "
                      f"calibrated {calibrated}")
     return lines

@@ -26,13 +26,16 @@ Gram row, so kNN overlap and CKA are inflated and the bootstrap distribution is 
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
 import torch
+from tqdm.auto import tqdm
 
 from platobench.errors import UserError
 from platobench.metrics.api import LayerSummaries, summarize_layers
@@ -40,6 +43,30 @@ from platobench.metrics.preprocess import LayerStack, prepared_layers
 from platobench.metrics.registry import Metric, get_metric
 from platobench.metrics.selection import Selection, reduce_grids, select, select_index
 from platobench.metrics.validation import check_fraction, check_int
+
+
+#: Whether nulls and intervals show a progress bar when not told (`progress=None`); set by `draw_bars`.
+_BARS: ContextVar[bool] = ContextVar("platobench_draw_bars", default=False)
+#: Seconds a null or an interval must run before its bar appears (short ones never show one).
+BAR_DELAY_S = 2.0
+
+
+@contextlib.contextmanager
+def draw_bars(enabled: bool) -> Iterator[None]:
+    """Within the block, `permutation_null` and `subsample_ci` called without `progress` show a bar
+    (after BAR_DELAY_S) when `enabled`: how `platobench run` turns them on for a terminal, not --json."""
+    token = _BARS.set(enabled)
+    try:
+        yield
+    finally:
+        _BARS.reset(token)
+
+
+def _draws(n: int, what: str, progress: bool | None) -> Iterator[int]:
+    """range(n) behind a tqdm bar on stderr when `progress` (None: as `draw_bars` says)."""
+    show = _BARS.get() if progress is None else progress
+    return iter(tqdm(range(n), desc=what, unit="draw", disable=not show, delay=BAR_DELAY_S, leave=False,
+                     dynamic_ncols=True))
 
 
 def chance_level(metric: str, n: int, **params: Any) -> float | None:
@@ -135,6 +162,7 @@ def permutation_null(
     seed: int = 0,
     preprocess: str = "none",
     summaries: LayerSummaries | None = None,
+    progress: bool | None = None,
     **params: Any,
 ) -> NullResult:
     """Permutation null of the selected score of metric(Xs, Ys) (layer stacks as in `layer_grid`).
@@ -143,6 +171,8 @@ def permutation_null(
     n_perm: number of shuffles B >= 1; seed: torch.Generator seed of the shuffles.
     summaries: optionally, `summarize_layers(metric, Xs, Ys, preprocess=..., **params)` already
         computed by the caller for the observed grid, so that the per-layer work is not redone.
+    progress: a progress bar over the draws (None: as `draw_bars` says). Each draw is reduced to its
+        selected score at once, so memory does not grow with B x the grid.
     """
     n_perm = check_int(n_perm, "n_perm", 1)
     seed = check_int(seed, "seed", 0)
@@ -158,8 +188,9 @@ def permutation_null(
     base = _restrict(summaries, fixed)
     gen = torch.Generator().manual_seed(seed)
     permute = m.extra.get("permute")
-    draws = []
-    for _ in range(n_perm):
+    reduce_as = "best" if fixed is None else (0, 0)
+    values = torch.empty(n_perm, dtype=torch.float64)
+    for b in _draws(n_perm, f"null {m.id}", progress):
         perm = torch.randperm(summaries.n, generator=gen)
         if permute is not None:
             g = base.grid(perm=perm)
@@ -167,8 +198,7 @@ def permutation_null(
             ys = prepared_layers(LayerStack(_Rows(Ys, perm, "Ys"), "Ys"), preprocess, None if fixed is None else [fixed[1]])
             summarize_y = m.summarize_y or m.summarize_x
             g = LayerSummaries(m, base.params, base.n, base.x, [summarize_y(y, base.params) for y in ys], base.labels).grid()
-        draws.append(g)
-    values = reduce_grids(torch.stack(draws), "best" if fixed is None else (0, 0), m.higher_is_better)
+        values[b] = reduce_grids(g[None], reduce_as, m.higher_is_better)[0]
     obs = chosen.score
     exceed = (values >= obs) if m.higher_is_better else (values <= obs)
     mean = float(values.mean())
@@ -199,13 +229,14 @@ def subsample_ci(
     seed: int = 0,
     preprocess: str = "none",
     summaries: LayerSummaries | None = None,
+    progress: bool | None = None,
     **params: Any,
 ) -> Interval:
     """Confidence interval of the selected score by subsampling without replacement (module docstring).
 
     n_sub: number of subsets B >= 2; frac: subset size m = round(frac * N), 2 <= m <= N - 1;
     level: coverage in (0, 1); seed: torch.Generator seed of the subsets. summaries: the full-sample
-    summaries when already computed. Cost: B layer grids for "best"; for a fixed layer pair ("last",
+    summaries when already computed; progress: a bar over the subsets (None: as `draw_bars`). Cost: B layer grids for "best"; for a fixed layer pair ("last",
     "i,j") each subset summarises only that pair.
     """
     n_sub = check_int(n_sub, "n_sub", 2)
@@ -225,7 +256,7 @@ def subsample_ci(
         raise UserError(f"frac={frac} gives subsets of {size} samples out of N={n}; expected 2 <= m <= N - 1")
     gen = torch.Generator().manual_seed(seed)
     scores = []
-    for _ in range(n_sub):
+    for _ in _draws(n_sub, f"interval {m.id}", progress):
         idx = torch.randperm(n, generator=gen)[:size].sort().values
         try:
             sub = summarize_layers(

@@ -32,6 +32,16 @@ SourceType = Literal["hub", "timm", "openclip", "local", "packaged", "baseline",
 
 PACKAGED_PREFIX = "packaged:"
 
+# Physical bounds of a zoo entry's counts (README "Model zoo"): the largest published models have ~100
+# blocks, residual streams of ~3*10^4 and ~2*10^6 M parameters, so these leave room by orders of magnitude
+# while keeping every count small enough to plan with (a typo of 10^12 blocks is refused by `zoo validate`).
+MAX_NUM_LAYERS = 4096
+MAX_WIDTH = 1 << 20
+MAX_IMAGE_SIZE = 8192
+MAX_PARAMS_M = 1e7
+#: The highest explicit layer index: block MAX_NUM_LAYERS plus a loader's extra layers (a projection).
+MAX_LAYER_INDEX = MAX_NUM_LAYERS + 1
+
 
 def is_local_path(source: str) -> bool:
     """True for sources written as a filesystem path (absolute, ./, ../ or ~)."""
@@ -74,11 +84,11 @@ class ModelSpec(pydantic.BaseModel):
     layers: Literal["all"] | tuple[StrictInt, ...] = "all"
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     quantization: Literal["none", "8bit", "4bit"] = "none"
-    image_size: StrictInt | None = Field(default=None, gt=0)
+    image_size: StrictInt | None = Field(default=None, gt=0, le=MAX_IMAGE_SIZE)
     max_tokens: StrictInt | None = Field(default=None, gt=0, le=1 << 20)
-    num_layers: StrictInt | None = Field(default=None, ge=0)
-    width: StrictInt | None = Field(default=None, gt=0)
-    params_m: StrictFloat | None = Field(default=None, gt=0)
+    num_layers: StrictInt | None = Field(default=None, ge=0, le=MAX_NUM_LAYERS)
+    width: StrictInt | None = Field(default=None, gt=0, le=MAX_WIDTH)
+    params_m: StrictFloat | None = Field(default=None, gt=0, le=MAX_PARAMS_M)
     license: str | None = None
     trust_remote_code: StrictBool = False
     notes: str = ""
@@ -99,6 +109,9 @@ class ModelSpec(pydantic.BaseModel):
             raise ValueError("an explicit layer list must not be empty (use 'all' for every layer)")
         if any(i < 0 for i in layers):
             raise ValueError(f"layer indices must be >= 0 (0 = embeddings), got {list(layers)}")
+        if max(layers) > MAX_LAYER_INDEX:
+            raise ValueError(f"layer index {max(layers)} is above {MAX_LAYER_INDEX}, the most a model can have "
+                             f"(num_layers is at most {MAX_NUM_LAYERS}, plus one projection)")
         if len(set(layers)) != len(layers):
             raise ValueError(f"layer indices must be unique, got {list(layers)}")
         return tuple(sorted(layers))
