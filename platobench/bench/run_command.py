@@ -78,8 +78,8 @@ def register(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from platobench.bench.pairs import resolve_pairs
     from platobench.bench.cost import duration
+    from platobench.bench.pairs import resolve_pairs
     from platobench.bench.runner import Job, RunOptions, check_selection, execute, plan_costs, plan_rows
     from platobench.bench.setting_rules import check_limit
     from platobench.bench.settings import Catalog

@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from platobench.errors import UserError
+from platobench.leaderboard.consistency import best_value
 from platobench.results import ResultRecord
 
 BASELINE_FAMILY = "baseline"
@@ -59,26 +59,13 @@ def _finite(value: float | None) -> bool:
     return value is not None and math.isfinite(value)
 
 
-def _perfect(record: ResultRecord) -> float | None:
-    from platobench.errors import UserError
-    from platobench.metrics import get_metric  # the metric registry imports torch: only for boards with nulls
-
-    try:
-        metric = get_metric(record.metric.id)
-    except UserError:
-        return None
-    if metric.range is None:
-        return None
-    return float(metric.range[1] if metric.higher_is_better else metric.range[0])
-
-
 def calibrated_interval(record: ResultRecord) -> tuple[float, float] | None:
     """(lo, hi) of the record's excess over its null on the calibrated scale — its CI under the map
     x -> (x - null mean) / (perfect - null mean), lo <= hi — or None without a null, a CI or a known best
     value (zero-shot records: perfect 1, null mean = chance)."""
     if record.null is None or record.ci is None or not _finite(record.calibrated):
         return None
-    perfect = 1.0 if record.kind == "zeroshot" else _perfect(record)
+    perfect = 1.0 if record.kind == "zeroshot" else best_value(record)
     mean = record.null.mean
     if perfect is None or perfect == mean:
         return None

@@ -24,7 +24,7 @@ GRID_ROUNDING = 1e-8  # grid cells are stored rounded to 8 decimals: |cell - sco
 CALIBRATED_TOL = 1e-9  # calibrated scores are written from the same floats: only printing may round them
 
 
-def _perfect(record: ResultRecord) -> float | None:
+def best_value(record: ResultRecord) -> float | None:
     """The metric's best possible value, None for a metric without a known range (or not registered)."""
     from platobench.metrics import get_metric  # imports torch: only for a record with a null
 
@@ -44,7 +44,7 @@ def _expected_calibrated(record: ResultRecord) -> float | None:
     if record.kind == "zeroshot":
         chance = record.chance
         return None if chance is None or chance == 1 else (record.score - chance) / (1 - chance)
-    perfect = _perfect(record)
+    perfect = best_value(record)
     if perfect is None or perfect == record.null.mean:
         return None
     return (record.score - record.null.mean) / (perfect - record.null.mean)
@@ -97,4 +97,4 @@ def consistent_records(records: list[ResultRecord]) -> tuple[list[ResultRecord],
     return kept, problems
 
 
-__all__ = ["consistent_records", "inconsistencies"]
+__all__ = ["best_value", "consistent_records", "inconsistencies"]

@@ -44,7 +44,6 @@ from platobench.metrics.registry import Metric, get_metric
 from platobench.metrics.selection import Selection, reduce_grids, select, select_index
 from platobench.metrics.validation import check_fraction, check_int
 
-
 #: Whether nulls and intervals show a progress bar when not told (`progress=None`); set by `draw_bars`.
 _BARS: ContextVar[bool] = ContextVar("platobench_draw_bars", default=False)
 #: Seconds a null or an interval must run before its bar appears (short ones never show one).
