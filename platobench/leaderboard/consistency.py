@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 
-from platobench.errors import UserError
+from platobench.metrics.best_values import BEST_VALUES
 from platobench.results.schema import ResultRecord
 
 GRID_ROUNDING = 1e-8  # grid cells are stored rounded to 8 decimals: |cell - score| <= 5e-9 for the chosen cell
@@ -25,16 +25,9 @@ CALIBRATED_TOL = 1e-9  # calibrated scores are written from the same floats: onl
 
 
 def best_value(record: ResultRecord) -> float | None:
-    """The metric's best possible value, None for a metric without a known range (or not registered)."""
-    from platobench.metrics import get_metric  # imports torch: only for a record with a null
-
-    try:
-        metric = get_metric(record.metric.id)
-    except UserError:  # not a registered metric: no known best value
-        return None
-    if metric.range is None:
-        return None
-    return float(metric.range[1] if metric.higher_is_better else metric.range[0])
+    """The metric's best possible value (platobench/metrics/best_values.py, no torch), None for a metric
+    without one or not registered."""
+    return BEST_VALUES.get(record.metric.id)
 
 
 def _expected_calibrated(record: ResultRecord) -> float | None:
