@@ -1,8 +1,12 @@
 """Public metric API: `score` (one pair of feature matrices) and `layer_grid` (all layer pairs).
 
-Contracts: X [N, Dx], Y [N, Dy], row i of X and Y is the same sample. `layer_grid` entry (i, j)
-equals `score(metric, Xs[i], Ys[j])` to 1e-6; per-layer work is done once per layer and layers are
-combined with batched products. Peak memory: one layer's features at a time plus the per-layer
+Contracts: X [N, Dx], Y [N, Dy], row i of X and Y is the same sample. With a per-layer `preprocess`
+(`none`, `l2`) `layer_grid` entry (i, j) equals `score(metric, Xs[i], Ys[j])` to 1e-6. The stack-level
+modes (`prh`, `prh_exact`) clamp with a quantile taken over every layer passed in, so entry (i, j) of a
+grid equals the score of layers i and j clamped *with their stacks* — `summarize_layers(metric, Xs, Ys,
+preprocess="prh", x_layers=[i], y_layers=[j]).grid()[0, 0]` — not `score(metric, Xs[i], Ys[j],
+preprocess="prh")`, which clamps one layer by its own quantile (tests/test_score_vs_grid.py). Per-layer
+work is done once per layer and layers are combined with batched products. Peak memory: one layer's features at a time plus the per-layer
 summaries.
 
 Degenerate input is refused, for every metric: a layer whose N rows are all identical, as given or
