@@ -218,19 +218,19 @@ def test_jepa_takes_dataset_with_data_as_hidden_alias(capsys, command):
 
 
 def test_dry_run_prints_an_aligned_table(capsys, monkeypatch, tmp_path):
-    import platobench.bench.runner as runner
+    import platobench.bench.dry_run as dry_run
 
     rows = [{"model": "demo/minilm-l6", "dataset": "tuxpaint", "params_m": 22.7, "est_gpu_gib": 0.1, "cached": True},
             {"model": "baseline/random-init-efficientnet-lite0", "dataset": "tuxpaint-categories",
              "params_m": None, "est_gpu_gib": None, "cached": "unavailable: no data"}]
-    monkeypatch.setattr(runner, "plan_rows", lambda jobs, opts, store: rows)
+    monkeypatch.setattr(dry_run, "plan_rows", lambda jobs, opts, store: rows)
     monkeypatch.setenv("PLATOBENCH_HOME", str(tmp_path))
     code, out, _ = run(capsys, "run", "--pairs", "demo", "--settings", "demo-mknn", "--dry-run")
     lines = out.splitlines()[1:-1]
-    assert out.splitlines()[-1].startswith("statistics (nulls, intervals, restarts): ~")
+    assert out.splitlines()[-1].startswith("statistics (nulls, intervals, restarts) of the records to compute: ~")
     assert code == 0 and lines[0].split()[:2] == ["model", "dataset"]
     cached_col = lines[0].index("cached")
-    assert [line[cached_col:] for line in lines] == ["cached", "yes", "unavailable: no data"]
+    assert [line[cached_col:].split("  ")[0] for line in lines] == ["cached", "yes", "unavailable: no data"]
     params_end = lines[0].index("params (M)") + len("params (M)")
     assert lines[1][:params_end].endswith("22.7") and lines[2][:params_end].endswith("?")
 
@@ -267,3 +267,33 @@ def test_readme_command_table_names_the_new_commands():
     table = readme[readme.index("## Command line") : readme.index("## Python API")]
     assert "`platobench settings list`" in table and "`pairs show NAME`" in table
     assert "cache list" in table and "cache ls" not in table
+
+
+def test_dry_run_says_what_is_reused_computed_and_missing(capsys, monkeypatch, tmp_path):
+    """A fresh clone's demo run reuses every committed record, and says so; a hub model that is not in the
+    Hugging Face cache is named as missing, with the download's size."""
+    from pathlib import Path
+
+    import platobench.bench.dry_run as dry_run
+
+    committed = Path(__file__).resolve().parent.parent / "results" / "offline"
+    code, out, _ = run(capsys, "run", "--pairs", "demo", "--settings", "demo-mknn", "--out", str(committed),
+                       "--dry-run")
+    assert code == 0 and "20 records: 20 reused (inputs unchanged), 0 to compute" in out
+    monkeypatch.setattr(dry_run, "hub_weights", lambda spec: "missing, ~45.4 MB to download")
+    code, out, _ = run(capsys, "run", "--pairs", "sentence-transformers/all-minilm-l6-v2:demo/efficientnet-lite0",
+                       "--settings", "demo-mknn", "--out", str(tmp_path), "--dry-run")
+    assert code == 0 and "1 records: 0 reused (inputs unchanged), 1 to compute" in out
+    row = next(line for line in out.splitlines() if "all-minilm-l6-v2" in line)
+    assert "missing, ~45.4 MB to download" in row and "MB" in row.split("no")[1]
+
+
+def test_hub_weights_checks_the_local_hub_cache(monkeypatch, tmp_path):
+    from platobench.bench.dry_run import hub_weights, human_bytes
+    from platobench.zoo import load_zoo
+
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    spec = load_zoo().get("sentence-transformers/all-minilm-l6-v2")
+    assert hub_weights(spec) == "missing, ~45.4 MB to download"
+    assert hub_weights(load_zoo().get("demo/minilm-l6")) == "packaged"
+    assert human_bytes(999) == "999 B" and human_bytes(1234567) == "1.2 MB"

@@ -79,8 +79,9 @@ def register(subparsers: Any) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from platobench.bench.cost import duration
+    from platobench.bench.dry_run import COMPUTE, extraction_rows, record_plans, summary_line
     from platobench.bench.pairs import resolve_pairs
-    from platobench.bench.runner import Job, RunOptions, check_selection, execute, plan_costs, plan_rows
+    from platobench.bench.runner import Job, RunOptions, check_selection, execute, plan_costs
     from platobench.bench.setting_rules import check_limit
     from platobench.bench.settings import Catalog
     from platobench.bench.terminal_board import board_rows, print_board
@@ -102,18 +103,30 @@ def _run(args: argparse.Namespace) -> int:
     )
     store = FeatureStore()
     if args.dry_run:
-        rows = plan_rows(jobs, opts, store)
-        seconds = sum(c.seconds for c in plan_costs(jobs, opts))
+        plans = record_plans(jobs, opts)
+        rows = extraction_rows(plans, opts, store)
+        pending = [p.job for p in plans if p.status == COMPUTE]
+        seconds = sum(c.seconds for c in plan_costs(pending, opts))
         if args.json:
-            print(json.dumps({"jobs": len(jobs), "extractions": rows, "statistics_s": round(seconds, 1)}, indent=1))
+            print(json.dumps({"jobs": len(jobs), "records": [
+                {"setting": p.job.setting.id, "language": p.job.language.name, "vision": p.job.vision.name,
+                 "status": p.status} for p in plans], "extractions": rows, "statistics_s": round(seconds, 1)},
+                indent=1))
         else:
-            print(f"{len(pairs)} pairs x {len(settings)} settings = {len(jobs)} records; {len(rows)} extractions:")
+            print(f"{len(pairs)} pairs x {len(settings)} settings; {summary_line(plans)}; "
+                  f"{len(rows)} extractions for the records to compute:")
             cells = [[r["model"], r["dataset"], "?" if r["params_m"] is None else f"{r['params_m']:g}",
                       "?" if r["est_gpu_gib"] is None else f"~{r['est_gpu_gib']}",
-                      {True: "yes", False: "no"}.get(r["cached"], str(r["cached"]))] for r in rows]
-            print("\n".join(format_table(("model", "dataset", "params (M)", "GPU GiB", "cached"), cells,
-                                         right={2, 3}, indent="  ")))
-            print(f"statistics (nulls, intervals, restarts): ~{duration(seconds)} estimated on 2 CPU cores")
+                      {True: "yes", False: "no"}.get(r["cached"], str(r["cached"])), r["features"], r["weights"]]
+                     for r in rows]
+            if cells:
+                print("\n".join(format_table(("model", "dataset", "params (M)", "GPU GiB", "cached", "features",
+                                              "weights"), cells, right={2, 3}, indent="  ")))
+            for p in plans:
+                if p.status.startswith("unavailable"):
+                    print(f"  {p.job.setting.id} {p.job.language.name} x {p.job.vision.name}: {p.status}")
+            print(f"statistics (nulls, intervals, restarts) of the records to compute: ~{duration(seconds)} "
+                  "estimated on 2 CPU cores")
         return 0
     state = parallel_state(args.device)
     if state is None or state.is_main_process:

@@ -142,7 +142,8 @@ def job_inputs(setting: Setting, limit: int | None, cache: dict[Any, Any]) -> Jo
 
 
 def plan_rows(jobs: list[Job], opts: RunOptions, store: FeatureStore) -> list[dict[str, Any]]:
-    """One row per (model, dataset) extraction the jobs need: name, dataset, params, GPU GiB, cached."""
+    """One row per (model, dataset) extraction the jobs need: name, dataset, samples n, params, GPU GiB,
+    cached (True, False, or how a cached superset serves it) and bytes (on disk, when cached)."""
     rows: dict[tuple[str, str, str], dict[str, Any]] = {}
     cache: dict[Any, Any] = {}
     dev = resolve_device(opts.device)
@@ -152,18 +153,20 @@ def plan_rows(jobs: list[Job], opts: RunOptions, store: FeatureStore) -> list[di
                 data, prompt, _ = job_inputs(job.setting, opts.limit, cache).of(spec)
                 k = (spec.name, data.fingerprint, prompt)
                 key = feature_key(spec, data, prompt=prompt, device=dev)
-                cached: Any = store.get(key) is not None
+                entry = store.get(key)
+                cached: Any = entry is not None
+                size = None if entry is None else sum(f.stat().st_size for f in entry.path.iterdir() if f.is_file())
                 if not cached and (superset := cached_superset(store, key, data.ids)) is not None:
                     cached = f"first {len(data)} of {len(superset)} cached samples"
-                dataset = data.name
+                dataset, n = data.name, len(data)
             except (UserError, RuntimeError) as exc:
-                k, dataset = (spec.name, job.setting.dataset, "?"), job.setting.dataset
+                k, dataset, n, size = (spec.name, job.setting.dataset, "?"), job.setting.dataset, None, None
                 cached = f"unavailable: {exc}"
             if k in rows:
                 continue
             rows[k] = {
-                "model": spec.name, "dataset": dataset, "params_m": spec.params_m,
-                "est_gpu_gib": estimate_gpu_gib(spec), "cached": cached,
+                "model": spec.name, "dataset": dataset, "n": n, "params_m": spec.params_m,
+                "est_gpu_gib": estimate_gpu_gib(spec), "cached": cached, "bytes": size,
             }
     return list(rows.values())
 
@@ -216,7 +219,7 @@ def prepare_inputs(jobs: list[Job], opts: RunOptions, cache: dict[Any, Any]) -> 
                   file=sys.stderr, flush=True)
 
 
-def _up_to_date(path: Path, inputs: dict[str, Any], setting: Setting, limit: int | None) -> bool:
+def record_up_to_date(path: Path, inputs: dict[str, Any], setting: Setting, limit: int | None) -> bool:
     """The record at `path` was computed from these feature entries, this setting and this --limit (a
     limit that cut nothing gives the full run's entries, but the record must not keep a stale mark)."""
     if not path.is_file():
@@ -300,7 +303,7 @@ def execute(
         # The cache key of each input is known without extracting: a record whose inputs and setting
         # are unchanged is reused before any model runs (a fresh clone reuses the committed records).
         digests = {"language": key_digest(job.language, job_in), "vision": key_digest(job.vision, job_in)}
-        if not opts.force and _up_to_date(path, digests, job.setting, opts.limit):
+        if not opts.force and record_up_to_date(path, digests, job.setting, opts.limit):
             return Planned(scorer, path, None, None)
         return Planned(scorer, path, job_in, digests)
 
