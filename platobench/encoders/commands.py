@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -51,10 +53,16 @@ def _prepare(args: argparse.Namespace) -> int:
         raise UserError(f"ASSET: unknown asset(s) {', '.join(unknown)}; expected some of: {', '.join(packaged.ASSETS)}")
     root = args.home if args.home is not None else default_home()
     rows = []
-    for name in names:
-        if not args.list:
-            packaged.prepare(name, root, force=args.force)
+    for i, name in enumerate(names, start=1):
         folder = packaged.prepared_dir(name, root)
+        if not args.list:
+            ready = (folder / packaged.MARKER).is_file() and not args.force
+            print(f"[{i}/{len(names)}] {name}: {'already prepared' if ready else 'verifying sha256 and converting'}",
+                  end="" if not ready else "\n", file=sys.stderr, flush=True)
+            t0 = time.perf_counter()
+            packaged.prepare(name, root, force=args.force)
+            if not ready:
+                print(f" ... done in {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
         marker = folder / packaged.MARKER
         rows.append({
             "asset": name,
