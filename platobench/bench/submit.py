@@ -11,12 +11,16 @@
    still works;
 2. mock pass on a few paired samples (the first paired setting's dataset, else openclipart-1024): the
    encoder loads, returns one [B, D_l] float32 tensor per zoo layer with the widths it declares, no
-   NaN/inf, not the same vector for every sample, and the same values when the same batch is encoded
-   twice (determinism: no dropout left on, no sampling);
+   NaN/inf, not every layer the same vector for every sample, and the same values when the same batch is
+   encoded twice (determinism: no dropout left on, no sampling) — any of these fails the submission. Per
+   layer it warns, with counts, of rows that are exactly zero, duplicate rows and a near-constant layer
+   (platobench/bench/feature_health.py), which score but badly;
 3. run the chosen settings (default: the offline `demo` group) against the references of a pair set — the
    vision models for a text encoder, the language models for a vision encoder — through the same runner
    as `platobench run`, writing one record per pair x setting;
-4. print where the encoder ranks among the records of the results folder (same setting, same samples).
+4. rank each record among its peers in the results folder — other models against the same reference
+   under the same setting on the same samples (platobench/bench/submit_ranks.py) — and print their board;
+   a record without peers is not ranked, and submit says how to get them.
 """
 
 from __future__ import annotations
@@ -197,17 +201,22 @@ def register(subparsers: Any) -> None:
             "Submit an encoder described in a zoo file (hub id, local folder, or loader: python with source "
             "'module:name', a class or object whose encode(texts) or encode(images) returns an array "
             "[N, num_layers + 1, D]; FILE's folder is importable and its entries trusted; see examples/). Validates the entry, runs a mock pass on a "
-            "few samples (layer shapes and widths, no NaN, not collapsed, deterministic), scores it under the "
-            "chosen settings against the references of a pair set (the vision models for a text encoder, the "
-            "language models for a vision encoder), writes the records under OUT and prints where it ranks "
-            "among OUT's records. Example: platobench submit my_encoder.yaml --settings demo --pairs demo"
+            "few samples (layer shapes and widths, no NaN, deterministic, not every layer collapsed: these fail; "
+            "exactly-zero rows, duplicate rows and near-constant layers are warned of, with counts), scores it "
+            "under the chosen settings against the references of a pair set (the vision models for a text "
+            "encoder, the language models for a vision encoder), writes the records under OUT and ranks each "
+            "among its peers in OUT: other models against the same reference, setting and samples (a --limit "
+            "run meets only records of the same limit), printing their board. With no peers in OUT nothing is "
+            "ranked: use --out results/offline (full runs) or score the peers into OUT first. "
+            "Example: platobench submit my_encoder.yaml --settings demo --pairs demo --out results/offline"
         ),
     )
     p.add_argument("file", type=Path, metavar="FILE.yaml", help="zoo file with the submitted model entry (or entries)")
     p.add_argument("--settings", default="demo", help="setting ids or groups, comma-separated (default: demo, offline)")
     p.add_argument("--pairs", default="demo", help="pair sets and/or 'LANG:VISION' pairs, comma-separated (their union), whose "
                                           "references to score against (default demo)")
-    p.add_argument("--out", type=Path, default=Path("results"), help="results folder (default ./results)")
+    p.add_argument("--out", type=Path, default=Path("results"),
+                   help="results folder the records are written to and whose peers they rank among (default ./results)")
     p.add_argument("--limit", type=int, default=None,
                    help="a quick test, not comparable with full records: the first N samples of each paired "
                         "dataset, the first N images of each class of a class dataset")
