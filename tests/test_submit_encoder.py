@@ -14,7 +14,7 @@ import pytest
 from bench_fixtures import TINY_SETTINGS, seed_features
 
 from platobench.cli import main
-from platobench.results import load_record
+from platobench.results import load_record, write_record
 
 N = 24
 VISION = "demo/dinov2-s-imgfocus"
@@ -28,13 +28,13 @@ from platobench.encoders.base import TextEncoder
 class Toy(TextEncoder):
     """Character-bigram counts (layer 0) followed by fixed tanh maps (layers 1..num_layers)."""
 
-    def __init__(self, spec, noise=0.0, nan=False, collapsed=False, declared=32):
+    def __init__(self, spec, noise=0.0, nan=False, collapsed=False, declared=32, degenerate=False):
         self.spec, self.device = spec, torch.device("cpu")
         self.layer_ids = spec.layer_ids(spec.num_layers)
         self.widths = [declared] * len(self.layer_ids)
         g = torch.Generator().manual_seed(0)
         self.maps = [torch.randn(32, 32, generator=g) / 32 ** 0.5 for _ in self.layer_ids[1:]]
-        self.noise, self.nan, self.collapsed = noise, nan, collapsed
+        self.noise, self.nan, self.collapsed, self.degenerate = noise, nan, collapsed, degenerate
 
     def token_lengths(self, texts):
         return [max(1, len(t)) for t in texts]
@@ -62,6 +62,11 @@ class Toy(TextEncoder):
             outs[1] = outs[1] * float("nan")
         if self.collapsed:
             outs = [torch.ones_like(o) for o in outs]
+        if self.degenerate:  # layer 0: rows 0-2 zero, rows 4-5 repeat row 3; layer 1 the same for every sample
+            outs[0] = outs[0].clone()
+            outs[0][:3] = 0
+            outs[0][4:6] = outs[0][3]
+            outs[1] = torch.ones_like(outs[1])
         return outs
 
 
@@ -83,6 +88,10 @@ def collapsed(spec, device, dtype, home):
 
 def wide(spec, device, dtype, home):
     return Toy(spec, declared=64)
+
+
+def degenerate(spec, device, dtype, home):
+    return Toy(spec, degenerate=True)
 '''
 
 
@@ -158,7 +167,7 @@ def test_mock_only_writes_no_record(env, capsys):
     ("noisy", "not deterministic"),
     ("nan", "NaN"),
     ("collapsed", "the same vector for every sample"),
-    ("wide", "expected (4, 64)"),
+    ("wide", "expected (16, 64)"),
 ])
 def test_mock_pass_catches_broken_encoders(env, capsys, function, message):
     tmp_path, settings = env
@@ -178,3 +187,98 @@ def test_invalid_submissions_are_user_errors(env, capsys, text, message):
     tmp_path, settings = env
     assert submit(tmp_path, settings, text) == 2
     assert message in capsys.readouterr().err
+
+
+DEGENERATE_WARNINGS = [
+    "mock pass of toy/degenerate: layer 0: 3 of 16 rows are exactly zero; 2 duplicate rows (equal to an earlier "
+    "nonzero row)",
+    "mock pass of toy/degenerate: layer 1: near-constant across the 16 samples (relative spread <= 1e-05); "
+    "scoring leaves it out",
+]
+
+
+def test_mock_pass_flags_zero_and_duplicate_rows_and_constant_layers(env, capsys):
+    tmp_path, settings = env
+    assert submit(tmp_path, settings, entry(name="toy/degenerate", function="degenerate"), "--mock-only") == 0
+    out = capsys.readouterr().out
+    assert "mock pass of toy/degenerate: ok" in out
+    assert [line.removeprefix("warning: ") for line in out.splitlines() if line.startswith("warning:")] == DEGENERATE_WARNINGS
+
+
+def test_mock_pass_flags_are_in_the_json(env, capsys):
+    tmp_path, settings = env
+    assert submit(tmp_path, settings, entry(name="toy/degenerate", function="degenerate"), "--mock-only", "--json") == 0
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
+    (mock,) = report["mock"]
+    assert [(f["layer"], f["rows"], f["zero_rows"], f["duplicate_rows"], f["near_constant"]) for f in mock["flags"]] == [
+        (0, 16, 3, 2, False), (1, 16, 0, 15, True)]
+    assert mock["warnings"] == report["warnings"] == DEGENERATE_WARNINGS
+    assert "layer 0: 3 of 16 rows are exactly zero" in captured.err
+
+
+def test_a_healthy_encoder_has_no_flags(env, capsys):
+    tmp_path, settings = env
+    assert submit(tmp_path, settings, entry(), "--mock-only", "--json") == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["mock"][0]["flags"] == [] and report["warnings"] == []
+
+
+def copied(record, language=None, vision=None, **dataset):
+    """`record` as measured for another model (same numbers, so still consistent); `dataset`: other samples."""
+    models = {side: getattr(record, side).model_copy(update={"name": name})
+              for side, name in (("language", language), ("vision", vision)) if name}
+    return record.model_copy(update={**models, "dataset": record.dataset.model_copy(update=dataset)})
+
+
+def test_an_empty_out_says_there_is_nothing_to_rank_against(env, capsys):
+    tmp_path, settings = env
+    empty = tmp_path / "empty"
+    assert submit(tmp_path, settings, entry(), "--out", str(empty)) == 0
+    out = capsys.readouterr().out
+    assert "rank 1 of 1" not in out and "-- toy/hashing" not in out  # no board of the submission alone
+    assert out.count(f"no rank: nothing to rank against ({empty} holds no record of another model against {VISION}") == 2
+    assert "--out results/offline" in out and "without --limit" in out
+    assert (f"platobench run --pairs {PAIR} --settings tiny --settings-file {settings} --limit {N} --out {empty}"
+            in out)
+    assert submit(tmp_path, settings, entry(), "--out", str(empty), "--json") == 0
+    captured = capsys.readouterr()
+    rows = json.loads(captured.out)["ranks"]["toy/hashing"]
+    assert [(r["rank"], r["of"], r["peers"]) for r in rows] == [(None, 1, 0)] * 2
+    assert "nothing to rank" not in captured.out and f"warning: {empty} holds no peers" in captured.err
+
+
+@pytest.fixture
+def peers(env):
+    """Next to the demo/minilm-l6 record of each setting: two peers (another text model and a text
+    baseline against the same reference on the same samples) and two records that are not peers (another
+    reference; other samples, as from another --limit)."""
+    tmp_path, _ = env
+    results = tmp_path / "results"
+    for setting in ("tiny-mknn", "tiny-cka"):
+        mine = load_record(results / setting / f"demo--minilm-l6__{VISION.replace('/', '--')}.json")
+        for record in (copied(mine, "demo/minilm-l3"), copied(mine, "baseline/bag-of-words"),
+                       copied(mine, "demo/minilm-l3", "demo/efficientnet-lite0"),
+                       copied(mine, "baseline/caption-length", n=2 * N, fingerprint="0" * 64)):
+            write_record(results, record)
+    return env
+
+
+BOARD = {"toy/hashing", "demo/minilm-l6", "demo/minilm-l3", "baseline/bag-of-words"}
+
+
+def test_rank_counts_the_peers_and_the_board_shows_them(peers, capsys):
+    tmp_path, settings = peers
+    assert submit(tmp_path, settings, entry(), "--json") == 0
+    rows = json.loads(capsys.readouterr().out)["ranks"]["toy/hashing"]
+    for row in rows:
+        assert (row["of"], row["peers"]) == (4, 3) and row["rank"] in (1, 4)  # three equal peers: 1, 1, 1, 4 or all 1
+        assert {b["language"] for b in row["board"]} == BOARD and {b["vision"] for b in row["board"]} == {VISION}
+        (me,) = [b for b in row["board"] if b["language"] == "toy/hashing"]
+        assert me["rank"] == row["rank"] and me["verdict"]  # judged against the text baseline of the board
+    assert submit(tmp_path, settings, entry()) == 0
+    out = capsys.readouterr().out
+    assert out.count(f"-- toy/hashing vs {VISION}: 3 peers on the same samples") == 2
+    assert f"baseline/bag-of-words x {VISION} [baseline]" in out and f"demo/minilm-l3 x {VISION}" in out
+    assert "efficientnet-lite0" not in out and "caption-length" not in out
+    assert out.count("of 4 (3 peers on the same samples)") == 2 and "warning" not in out

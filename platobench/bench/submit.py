@@ -11,22 +11,27 @@
    still works;
 2. mock pass on a few paired samples (the first paired setting's dataset, else openclipart-1024): the
    encoder loads, returns one [B, D_l] float32 tensor per zoo layer with the widths it declares, no
-   NaN/inf, not the same vector for every sample, and the same values when the same batch is encoded
-   twice (determinism: no dropout left on, no sampling);
+   NaN/inf, not every layer the same vector for every sample, and the same values when the same batch is
+   encoded twice (determinism: no dropout left on, no sampling) — any of these fails the submission. Per
+   layer it warns, with counts, of rows that are exactly zero, duplicate rows and a near-constant layer
+   (platobench/bench/feature_health.py), which score but badly;
 3. run the chosen settings (default: the offline `demo` group) against the references of a pair set — the
    vision models for a text encoder, the language models for a vision encoder — through the same runner
    as `platobench run`, writing one record per pair x setting;
-4. print where the encoder ranks among the records of the results folder (same setting, same samples).
+4. rank each record among its peers in the results folder — other models against the same reference
+   under the same setting on the same samples (platobench/bench/submit_ranks.py) — and print their board;
+   a record without peers is not ranked, and submit says how to get them.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import time
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,22 +39,24 @@ from platobench.bench.pairs import resolve_pairs
 from platobench.bench.run_command import add_catalog_options
 from platobench.bench.setting_rules import check_limit
 from platobench.bench.settings import Catalog
+from platobench.bench.submit_ranks import board_records, no_peers_hint, rank_line, reference, standings
 from platobench.cli_options import add_device_option, add_json_option
 from platobench.data import DEFAULT_PAIRED, get_dataset
 from platobench.errors import UserError
-from platobench.leaderboard.boards import rank_records
 from platobench.leaderboard.consistency import consistent_records
-from platobench.results import ResultRecord, load_record, load_records, record_path
+from platobench.results import load_record, load_records, record_path
 from platobench.zoo import load_zoo, python_code, read_zoo_file
 
 if TYPE_CHECKING:  # torch (encoders, features, runner) loads in the mock pass and the run, not for `--help`
     import torch
 
+    from platobench.bench.feature_health import LayerFlag
     from platobench.bench.runner import RunSummary
     from platobench.bench.settings import Setting
     from platobench.zoo import ModelSpec, Zoo
 
 DETERMINISM_RTOL, DETERMINISM_ATOL = 1e-5, 1e-6
+MOCK_SAMPLES = 16  # enough distinct inputs for zero and duplicate rows to show
 
 
 def read_submission(path: Path, extra_zoo: list[str] | tuple[str, ...] = ()) -> tuple[Zoo, list[ModelSpec]]:
@@ -82,9 +89,14 @@ class MockReport:
     widths: list[int]
     max_repeat_diff: float
     seconds: float
+    flags: list[LayerFlag] = field(default_factory=list)  # warnings: zero / duplicate rows, near-constant layers
+
+    @property
+    def warnings(self) -> list[str]:
+        return [f"mock pass of {self.model}: {flag.message()}" for flag in self.flags]
 
     def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return {**self.__dict__, "flags": [flag.as_dict() for flag in self.flags], "warnings": self.warnings}
 
 
 def _encode(encoder: Any, dataset: Any, n: int, caption_index: int) -> list[torch.Tensor]:
@@ -95,10 +107,14 @@ def _encode(encoder: Any, dataset: Any, n: int, caption_index: int) -> list[torc
     return encode_images(encoder, dataset, range(n), batch_size=n, num_workers=0)
 
 
-def check_outputs(spec: ModelSpec, encoder: Any, first: list[torch.Tensor], second: list[torch.Tensor], n: int) -> float:
-    """Problems of a mock pass as one UserError (layers, widths, shapes, dtype, NaN, collapse, determinism);
-    returns the largest absolute difference between the two passes when there is none."""
+def check_outputs(spec: ModelSpec, encoder: Any, first: list[torch.Tensor], second: list[torch.Tensor],
+                  n: int) -> tuple[float, list[LayerFlag]]:
+    """Problems of a mock pass as one UserError (layers, widths, shapes, dtype, NaN, every layer collapsed,
+    determinism); when there is none, returns the largest absolute difference between the two passes and
+    the layers flagged for zero rows, duplicate rows or near-constant features (warnings, feature_health)."""
     import torch
+
+    from platobench.bench.feature_health import layer_flags
 
     problems = []
     want = spec.layer_ids(spec.num_layers)
@@ -111,6 +127,7 @@ def check_outputs(spec: ModelSpec, encoder: Any, first: list[torch.Tensor], seco
     if spec.width is not None and encoder.widths and encoder.widths[-1] != spec.width:
         problems.append(f"last layer width {encoder.widths[-1]} differs from the zoo entry's width {spec.width}")
     worst = 0.0
+    checked: dict[int, torch.Tensor] = {}  # layer id -> features of the first pass that passed the checks
     for i, (layer, a, b) in enumerate(zip(encoder.layer_ids, first, second)):
         width = encoder.widths[i] if i < len(encoder.widths) else None
         if tuple(a.shape) != (n, width) or tuple(b.shape) != tuple(a.shape):
@@ -122,19 +139,22 @@ def check_outputs(spec: ModelSpec, encoder: Any, first: list[torch.Tensor], seco
         if not torch.isfinite(a).all():
             problems.append(f"layer {layer}: NaN or inf in the features")
             continue
-        if n > 1 and torch.equal(a, a[:1].expand_as(a)):
-            problems.append(f"layer {layer}: the same vector for every sample (collapsed features)")
+        checked[layer] = a
         diff = float((a - b).abs().max())
         worst = max(worst, diff)
         if not torch.allclose(a, b, rtol=DETERMINISM_RTOL, atol=DETERMINISM_ATOL):
             problems.append(f"layer {layer}: not deterministic — encoding the same batch twice differs by up to {diff:.3g} "
                             "(dropout left on? sampling?)")
+    flags = layer_flags(list(checked), list(checked.values()))
+    if checked and sum(f.near_constant for f in flags) == len(checked):
+        problems.append(f"every layer gives the same vector for every sample, up to float rounding (collapsed "
+                        f"features: {'; '.join(f.message() for f in flags)}); nothing would be left to score")
     if problems:
         raise UserError(f"mock pass of {spec.name} failed:\n  " + "\n  ".join(problems))
-    return worst
+    return worst, flags
 
 
-def mock_pass(spec: ModelSpec, dataset: str = DEFAULT_PAIRED, *, caption_index: int = 0, samples: int = 4,
+def mock_pass(spec: ModelSpec, dataset: str = DEFAULT_PAIRED, *, caption_index: int = 0, samples: int = MOCK_SAMPLES,
               device: str = "cpu") -> MockReport:
     """Load the encoder and encode the first `samples` samples of paired `dataset` (captions or images)
     twice; UserError listing every problem found (see `check_outputs`)."""
@@ -156,9 +176,9 @@ def mock_pass(spec: ModelSpec, dataset: str = DEFAULT_PAIRED, *, caption_index: 
             second = _encode(encoder, data, samples, caption_index)
     except (NonFiniteActivations, EncoderOutputError) as exc:
         raise UserError(f"mock pass of {spec.name} failed: {exc}") from None
-    worst = check_outputs(spec, encoder, first, second, samples)
+    worst, flags = check_outputs(spec, encoder, first, second, samples)
     return MockReport(spec.name, samples, list(encoder.layer_ids), list(encoder.widths), worst,
-                      round(time.perf_counter() - t0, 3))
+                      round(time.perf_counter() - t0, 3), flags)
 
 
 def references(spec: ModelSpec, pairs: str, catalog: Catalog, zoo: Zoo) -> list[ModelSpec]:
@@ -174,21 +194,6 @@ def references(spec: ModelSpec, pairs: str, catalog: Catalog, zoo: Zoo) -> list[
     return list(found.values())
 
 
-def standings(spec: ModelSpec, records: list[ResultRecord], mine: list[ResultRecord]) -> list[dict[str, Any]]:
-    """For each record of the submission: its rank among the records of `records` with the same setting,
-    the same samples (dataset fingerprint) and the same reference model."""
-    out = []
-    for r in mine:
-        other = (lambda x: x.vision.name) if spec.modality == "text" else (lambda x: x.language.name)
-        peers = [x for x in records if x.setting == r.setting and x.dataset.fingerprint == r.dataset.fingerprint
-                 and other(x) == other(r)]
-        ranked = rank_records(peers)
-        rank = next(row.rank for row in ranked if row.record.pair_id == r.pair_id)
-        out.append({"setting": r.setting, "reference": other(r), "score": r.score, "rank": rank, "of": len(peers),
-                    "calibrated": r.calibrated, "n": r.dataset.n})
-    return out
-
-
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "submit", help="validate a new encoder's zoo entry, test it, score it and show where it ranks",
@@ -196,21 +201,27 @@ def register(subparsers: Any) -> None:
             "Submit an encoder described in a zoo file (hub id, local folder, or loader: python with source "
             "'module:name', a class or object whose encode(texts) or encode(images) returns an array "
             "[N, num_layers + 1, D]; FILE's folder is importable and its entries trusted; see examples/). Validates the entry, runs a mock pass on a "
-            "few samples (layer shapes and widths, no NaN, not collapsed, deterministic), scores it under the "
-            "chosen settings against the references of a pair set (the vision models for a text encoder, the "
-            "language models for a vision encoder), writes the records under OUT and prints where it ranks "
-            "among OUT's records. Example: platobench submit my_encoder.yaml --settings demo --pairs demo"
+            "few samples (layer shapes and widths, no NaN, deterministic, not every layer collapsed: these fail; "
+            "exactly-zero rows, duplicate rows and near-constant layers are warned of, with counts), scores it "
+            "under the chosen settings against the references of a pair set (the vision models for a text "
+            "encoder, the language models for a vision encoder), writes the records under OUT and ranks each "
+            "among its peers in OUT: other models against the same reference, setting and samples (a --limit "
+            "run meets only records of the same limit), printing their board. With no peers in OUT nothing is "
+            "ranked: use --out results/offline (full runs) or score the peers into OUT first. "
+            "Example: platobench submit my_encoder.yaml --settings demo --pairs demo --out results/offline"
         ),
     )
     p.add_argument("file", type=Path, metavar="FILE.yaml", help="zoo file with the submitted model entry (or entries)")
     p.add_argument("--settings", default="demo", help="setting ids or groups, comma-separated (default: demo, offline)")
     p.add_argument("--pairs", default="demo", help="pair sets and/or 'LANG:VISION' pairs, comma-separated (their union), whose "
                                           "references to score against (default demo)")
-    p.add_argument("--out", type=Path, default=Path("results"), help="results folder (default ./results)")
+    p.add_argument("--out", type=Path, default=Path("results"),
+                   help="results folder the records are written to and whose peers they rank among (default ./results)")
     p.add_argument("--limit", type=int, default=None,
                    help="a quick test, not comparable with full records: the first N samples of each paired "
                         "dataset, the first N images of each class of a class dataset")
-    p.add_argument("--mock-samples", type=int, default=4, help="samples of the mock pass (default 4)")
+    p.add_argument("--mock-samples", type=int, default=MOCK_SAMPLES,
+                   help=f"samples of the mock pass (default {MOCK_SAMPLES}; the zero / duplicate row counts are over these)")
     p.add_argument("--mock-only", action="store_true", help="stop after validation and the mock pass")
     add_device_option(p)
     p.add_argument("--batch-size", type=int, default=32, help="extraction batch size")
@@ -251,7 +262,9 @@ def _mock_and_score(args: argparse.Namespace, catalog: Catalog, settings: list[S
                                device=args.device))
         say(f"mock pass of {spec.name}: ok ({len(mocks[-1].layers)} layers, widths {sorted(set(mocks[-1].widths))}, "
             f"repeat diff {mocks[-1].max_repeat_diff:.1e})")
-    report: dict[str, Any] = {"mock": [m.as_dict() for m in mocks]}
+        for warning in mocks[-1].warnings:
+            say(f"warning: {warning}")
+    report: dict[str, Any] = {"mock": [m.as_dict() for m in mocks], "warnings": [w for m in mocks for w in m.warnings]}
     if args.mock_only:
         if args.json:
             print(json.dumps(report, indent=1))
@@ -267,23 +280,46 @@ def _mock_and_score(args: argparse.Namespace, catalog: Catalog, settings: list[S
         say(problem)
     produced = {record_path(args.out, j.setting.id, j.language.name, j.vision.name) for j in jobs}
     mine = [load_record(p) for p in sorted(produced) if p.is_file()]
+    by_spec = {spec.name: [r for r in mine if spec.name in (r.language.name, r.vision.name)] for spec in submitted}
+    modality = {spec.name: spec.modality for spec in submitted}
     report.update(run=summary.as_dict(), ranks={
-        spec.name: standings(spec, records, [r for r in mine if spec.name in (r.language.name, r.vision.name)])
-        for spec in submitted
+        name: standings(modality[name], records, rs) for name, rs in by_spec.items()
     })
-    from platobench.bench.terminal_board import board_rows, print_board
-
-    report["board"] = board_rows(mine)
+    lonely = any(not row["peers"] for rows in report["ranks"].values() for row in rows)
+    hint = no_peers_hint(args.out, peers_command(args), args.limit) if lonely else None
+    if hint:
+        report["warnings"].append(hint)
     if args.json:
+        if hint:
+            say(f"warning: {hint}")
         print(json.dumps(report, indent=1))
     else:
+        from platobench.bench.terminal_board import print_board
+
+        for name, rs in by_spec.items():
+            for r in rs:
+                board = board_records(modality[name], records, r)
+                if len(board) > 1:  # a record alone has no board to show: its line below says so
+                    print(f"-- {name} vs {reference(r, modality[name])}: {len(board) - 1} peers on the same samples")
+                    print_board(board)
         for name, rows in report["ranks"].items():
             for row in rows:
-                print(f"{name} — {row['setting']} vs {row['reference']} (n={row['n']}): score {row['score']:.4f}, "
-                      f"rank {row['rank'] if row['rank'] is not None else 'none (score missing)'} of {row['of']}")
-        if mine:
-            print()
-            print_board(mine)
+                print(rank_line(name, row, args.out))
+        if hint:
+            print(f"warning: {hint}")
         for label, why in summary.failed.items():
             print(f"FAILED {label}: {why}")
     return 1 if summary.failed else 0
+
+
+def peers_command(args: argparse.Namespace) -> str:
+    """The `platobench run` that scores the submission's peers into its results folder: the same pairs,
+    settings (and settings files, zoo files) and limit."""
+    words = ["platobench", "run", "--pairs", args.pairs, "--settings", args.settings]
+    for path in args.settings_file:
+        words += ["--settings-file", str(path)]
+    for path in args.zoo:
+        words += ["--zoo", str(path)]
+    if args.limit is not None:
+        words += ["--limit", str(args.limit)]
+    return shlex.join([*words, "--out", str(args.out)])

@@ -1,0 +1,75 @@
+"""Where a submitted encoder ranks: each of its records among its *peers*, and the board they form.
+
+The peers of a submission record are the records of the results folder that measure another model against
+the same reference (the vision model for a text encoder, the language model for a vision encoder) under the
+same setting and metric, on the same samples (dataset name, fingerprint and n: a `--limit` run only meets
+records of the same limit). The board of a record is its peers plus the record, ranked and judged against
+the baselines among the peers (platobench/bench/terminal_board.py). A record without peers has no rank: the
+folder holds nothing to rank it against.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from platobench.bench.terminal_board import board_rows
+from platobench.leaderboard.boards import rank_records
+from platobench.results import ResultRecord
+
+
+def reference(record: ResultRecord, modality: str) -> str:
+    """The other side of a submission's record: the vision model for a text encoder, else the language model."""
+    return record.vision.name if modality == "text" else record.language.name
+
+
+def peers(record: ResultRecord, records: list[ResultRecord], modality: str) -> list[ResultRecord]:
+    """The records of `records` comparable with submission `record` (module doc), the record itself left out."""
+    ref = reference(record, modality)
+    return [x for x in records
+            if x.pair_id != record.pair_id and x.setting == record.setting and x.kind == record.kind
+            and x.metric == record.metric and reference(x, modality) == ref
+            and (x.dataset.name, x.dataset.fingerprint, x.dataset.n)
+            == (record.dataset.name, record.dataset.fingerprint, record.dataset.n)]
+
+
+def standings(modality: str, records: list[ResultRecord], mine: list[ResultRecord]) -> list[dict[str, Any]]:
+    """For each record of the submission: its rank among its peers in `records` (None without peers or
+    without a finite score), the board size `of` (peers + the record), the peer count and the board's rows."""
+    out = []
+    for r in mine:
+        board = board_records(modality, records, r)
+        ranked = rank_records(board)
+        rank = next(row.rank for row in ranked if row.record is r) if len(board) > 1 else None
+        out.append({"setting": r.setting, "reference": reference(r, modality), "score": r.score, "rank": rank,
+                    "of": len(board), "peers": len(board) - 1, "calibrated": r.calibrated, "n": r.dataset.n,
+                    "board": board_rows(board)[r.setting]})
+    return out
+
+
+def board_records(modality: str, records: list[ResultRecord], mine: ResultRecord) -> list[ResultRecord]:
+    """The board of submission record `mine`: its peers in `records` and the record."""
+    return [*peers(mine, records, modality), mine]
+
+
+def rank_line(name: str, row: dict[str, Any], out: Path) -> str:
+    """One printed line of `standings`: the score and the rank among the peers, or that there are none."""
+    calibrated = "" if row["calibrated"] is None else f" (calibrated {row['calibrated']:.3f})"
+    head = f"{name} — {row['setting']} vs {row['reference']} (n={row['n']}): score {row['score']:.4f}{calibrated}, "
+    if not row["peers"]:
+        return head + (f"no rank: nothing to rank against ({out} holds no record of another model against "
+                       f"{row['reference']} under {row['setting']} on these {row['n']} samples)")
+    if row["rank"] is None:
+        return head + f"no rank (score missing), {row['peers']} peers"
+    return head + f"rank {row['rank']} of {row['of']} ({row['peers']} peers on the same samples)"
+
+
+def no_peers_hint(out: Path, run_command: str, limit: int | None) -> str:
+    """How to get peers into the results folder `out`; `run_command`: the `platobench run` that scores them
+    under the submission's settings, pairs and limit."""
+    committed = ("the committed records under results/offline use every sample, so a run without --limit "
+                 "into --out results/offline ranks among them" if limit is not None
+                 else "--out results/offline ranks among the committed records")
+    return (f"{out} holds no peers for some of these records, so they are not ranked. Peers are other "
+            f"models scored against the same references, settings and samples: {committed}; or score the peers "
+            f"into {out} first: {run_command}")
