@@ -198,6 +198,21 @@ def test_cache_list_home_and_the_hidden_ls_and_root_aliases(capsys, tmp_path):
     assert run(capsys, "cache", "list", "--home", str(tmp_path / "features"))[1].startswith("no cache entries")
 
 
+@pytest.mark.parametrize("argv", [
+    ["zoo", "list", "--set", "demo"], ["zoo", "list", "--filter", "demo/*", "--json"], ["zoo", "show", "demo/minilm-l6"],
+    ["zoo", "show", "demo", "--json"], ["zoo", "sets"], ["data", "list"], ["data", "list", "--json"],
+    ["settings", "list"], ["settings", "show", "demo-mknn", "--json"], ["settings", "show", "demo"],
+    ["pairs", "list"], ["pairs", "show", "default21"], ["pairs", "show", "demo", "--json"],
+    ["metrics"], ["metrics", "--json"], ["cache", "list"], ["cache", "list", "--json"], ["cache", "verify", "--json"],
+])
+def test_listing_outputs_end_with_a_newline(capsys, tmp_path, argv):
+    if argv[0] == "cache":
+        _entry(FeatureStore(tmp_path / "features"), "demo/a")
+        argv = [*argv, "--home", str(tmp_path)]
+    code, out, _ = run(capsys, *argv)
+    assert code == 0 and out.endswith("\n") and not out.endswith("\n\n")
+
+
 def test_cache_help_shows_list_and_home_only(capsys):
     parser = build_parser()
     with pytest.raises(SystemExit):
