@@ -165,10 +165,12 @@ def _check_split(corpus: Any, args: argparse.Namespace) -> None:
     batch = _global_batch(args.batch_size)
     if len(train_idx) < batch or len(heldout_idx) < 2:
         limit = "" if args.limit is None else f" --limit {args.limit}"
+        more = "raise --limit or " if args.limit is not None else ""
+        fix = f"{more}lower --batch-size" if len(train_idx) < batch else f"{more}raise --heldout"
         raise UserError(
             f"--dataset {args.data}{limit}: {len(train_idx)} training and {len(heldout_idx)} held-out samples "
             f"have two distinct captions; need at least {batch} (the global batch, --batch-size x processes) "
-            f"and 2: {'raise --limit or ' if args.limit is not None else ''}lower --batch-size"
+            f"and 2: {fix}"
         )
 
 
