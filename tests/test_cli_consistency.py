@@ -80,6 +80,18 @@ def test_settings_show_prints_every_field_and_its_groups(capsys):
     assert record["options"]["per_class"] == 100
 
 
+def test_run_unknown_setting_suggests_the_closest_id(capsys):
+    code, _, err = run(capsys, "run", "--settings", "demo-mkn", "--pairs", "demo")
+    assert code == 2 and "unknown setting or group 'demo-mkn' (did you mean 'demo-mknn'?)" in err
+
+
+def test_submit_help_shows_the_real_settings_default(capsys):
+    with pytest.raises(SystemExit):
+        main(["submit", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "(default demo: the offline demo group)" in text and "offline)" not in text
+
+
 def test_settings_show_group_lists_its_settings(capsys):
     code, out, _ = run(capsys, "settings", "show", "openclipart", "--json")
     assert code == 0 and json.loads(out) == {"group": "openclipart", "settings": ["oc-mknn", "oc-cka", "oc-rotation"]}
@@ -127,6 +139,9 @@ def test_pairs_show_resolves_both_sides(capsys):
 def test_pairs_show_marks_an_empty_optional_slot(capsys):
     code, out, _ = run(capsys, "pairs", "show", "default21")
     assert code == 0 and "(?text-jepa: optional, names no model in this zoo)" in out
+    head, description = out.splitlines()[:2]
+    assert head == "pair set default21: 6 language x 3 vision = 18 pairs (empty optional slot: ?text-jepa)"
+    assert "comparison: 6 language models plus an optional slot for the zoo set `text-jepa`" in description
     assert "note:" not in out  # no zoo set is called default21 any more
 
 
@@ -181,6 +196,21 @@ def test_cache_list_home_and_the_hidden_ls_and_root_aliases(capsys, tmp_path):
     assert run(capsys, "cache", "ls", "--home", str(tmp_path))[1] == out
     assert run(capsys, "cache", "list", "--root", str(tmp_path / "features"))[1] == out
     assert run(capsys, "cache", "list", "--home", str(tmp_path / "features"))[1].startswith("no cache entries")
+
+
+@pytest.mark.parametrize("argv", [
+    ["zoo", "list", "--set", "demo"], ["zoo", "list", "--filter", "demo/*", "--json"], ["zoo", "show", "demo/minilm-l6"],
+    ["zoo", "show", "demo", "--json"], ["zoo", "sets"], ["data", "list"], ["data", "list", "--json"],
+    ["settings", "list"], ["settings", "show", "demo-mknn", "--json"], ["settings", "show", "demo"],
+    ["pairs", "list"], ["pairs", "show", "default21"], ["pairs", "show", "demo", "--json"],
+    ["metrics"], ["metrics", "--json"], ["cache", "list"], ["cache", "list", "--json"], ["cache", "verify", "--json"],
+])
+def test_listing_outputs_end_with_a_newline(capsys, tmp_path, argv):
+    if argv[0] == "cache":
+        _entry(FeatureStore(tmp_path / "features"), "demo/a")
+        argv = [*argv, "--home", str(tmp_path)]
+    code, out, _ = run(capsys, *argv)
+    assert code == 0 and out.endswith("\n") and not out.endswith("\n\n")
 
 
 def test_cache_help_shows_list_and_home_only(capsys):

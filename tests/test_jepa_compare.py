@@ -171,7 +171,7 @@ def compared(tmp_path_factory):
 
 def test_compare_writes_one_finite_record_per_model_and_setting(compared):
     root, dataset, _config, result = compared
-    names = [f"text-jepa/micro-{v}.synthetic-scenes-s{s}" for s in (0, 1) for v in ("good", "bad")] + [LLM]
+    names = [f"text-jepa/micro-{v}.synthetic-scenes-s{s}-n192" for s in (0, 1) for v in ("good", "bad")] + [LLM]
     assert len(result.paths) == len(names) * 2 and all(Path(p).is_file() for p in result.paths)
     records = load_records(root / "results")
     assert {(r.setting, r.language.name) for r in records} == {
@@ -288,7 +288,7 @@ def test_cli_compare_prints_json(tmp_path, monkeypatch, capsys):
     assert cli.main(argv) == 0
     captured = capsys.readouterr()
     out = json.loads(captured.out)
-    assert "text-jepa/micro-bad.synthetic-scenes-s0 step 2: loss" in captured.err  # progress goes to stderr
+    assert "text-jepa/micro-bad.synthetic-scenes-s0-n32 step 2: loss" in captured.err  # progress goes to stderr
     assert out["dataset"]["name"] == "synthetic-scenes:heldout0.2"
     assert [(r["views"], r["seed"]) for r in out["runs"]] == [("good", 0), ("bad", 0)]
     assert len(out["records"]) == 3 and all(
@@ -312,6 +312,22 @@ def test_cli_compare_prints_json(tmp_path, monkeypatch, capsys):
 def test_cli_compare_errors_name_the_argument(tmp_path, monkeypatch, capsys, extra, message):
     assert cli.main(_cli(tmp_path, monkeypatch, *extra)) == 2
     assert message in capsys.readouterr().err
+
+
+def test_cli_compare_defaults_to_paired_settings(tmp_path, monkeypatch):
+    """The README's `jepa compare --dataset openclipart-desc --vision demo/dinov2-s-imgfocus --seeds 3`
+    passes validation: its default settings are all paired."""
+    import platobench.jepa.compare as compare_module
+
+    seen = {}
+
+    def stop(dataset, config, **kwargs):
+        seen["settings"] = [compare_setting(s).id for s in config.settings]
+        raise UserError("stopped before training")
+
+    monkeypatch.setattr(compare_module, "run_compare", stop)
+    assert cli.main(_cli(tmp_path, monkeypatch, "--seeds", "3")) == 2
+    assert seen["settings"] == ["jepa-compare-mknn", "jepa-compare-cka", "jepa-compare-rotation"]
 
 
 def test_cli_compare_help_describes_the_protocol(capsys):

@@ -131,7 +131,9 @@ def test_jepa_runs_reproduce_with_the_shared_loop():
 def test_ntp_export_loads_through_the_zoo_with_the_training_features(ntp_run, tmp_path):
     data, cfg, result = ntp_run
     summary = export_run(result, data, cfg, name=None, out_dir=tmp_path / "ckpt", home=tmp_path)
-    assert summary["name"] == "text-ntp/micro.synthetic-s0" == model_name("micro", "good", "synthetic", 0, objective="ntp")
+    assert summary["name"] == "text-ntp/micro.synthetic-s0-n480" == model_name(
+        "micro", "good", "synthetic", 0, objective="ntp", examples=480
+    )
     assert summary["objective"] == "ntp" and summary["examples_seen"] == 480 and summary["views"] is None
     meta = read_metadata(tmp_path / "ckpt")
     assert meta["objective"] == "ntp" and meta["examples_seen"] == 480 and meta["final_loss"] == result.final_loss

@@ -214,3 +214,39 @@ def test_tiny_trains_on_openclipart_without_collapse(tmp_path):
     assert result.final_loss < 0.8 * result.initial_loss
     assert result.effective_rank > 10.0  # tiny features are 128-d; a collapsed encoder sits near 1
 
+
+
+def _no_training(*args, **kwargs):
+    raise AssertionError("training started before the batch check")
+
+
+def test_cli_train_limit_below_the_global_batch_fails_before_loading(monkeypatch, capsys):
+    monkeypatch.setattr(commands, "load_corpus", _no_training)
+    argv = ["jepa", "train", "--dataset", "synthetic", "--limit", "8", "--batch-size", "16"]
+    assert cli.main(argv) == 2
+    assert "--limit 8: fewer samples than one step's global batch (16" in capsys.readouterr().err
+
+
+def test_cli_train_checks_the_training_split_before_any_work(monkeypatch, capsys):
+    """--limit 64 with --batch-size 64 leaves ~51 training samples outside the held-out share."""
+    import platobench.jepa.train as train_module
+
+    small = scene_corpus()
+    small.ids[:], small.views[:] = small.ids[:64], small.views[:64]
+    monkeypatch.setattr(commands, "load_corpus", lambda name, limit, flag: small)
+    monkeypatch.setattr(train_module, "train", _no_training)
+    argv = ["jepa", "train", "--dataset", "synthetic", "--limit", "64", "--batch-size", "64", "--size", "micro"]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "--dataset synthetic --limit 64:" in err and "need at least 64 (the global batch" in err
+
+
+def test_default_names_tell_runs_of_different_lengths_apart(trained, tmp_path):
+    corpus, cfg, result = trained
+    short = config(steps=2, log_every=1)
+    names = [
+        export_run(r, corpus, c, name=None, out_dir=None, home=tmp_path)["name"]
+        for r, c in ((result, cfg), (train(corpus, short), short))
+    ]
+    assert names == ["text-jepa/micro-good.synthetic-scenes-s0-n1280", "text-jepa/micro-good.synthetic-scenes-s0-n64"]
+    assert {p.name for p in (tmp_path / "jepa").iterdir()} == {n.split("/")[1] for n in names}

@@ -201,3 +201,9 @@ def test_a_fixed_selection_outside_the_models_layers_is_refused_before_any_model
     job = Job(Catalog([path]).settings["far"], zoo.get("demo/minilm-l6"), zoo.get("demo/dinov2-s-imgfocus"))
     summary = execute([job], RunOptions(out=tmp_path / "out", progress=False), FeatureStore(tmp_path / "features"))
     assert "does not fit" in next(iter(summary.failed.values()))
+
+
+def test_a_settings_file_takes_version_1_as_zoo_files_do(tmp_path):
+    catalog = load(tmp_path, "version: 1\nsettings:\n  mine: {dataset: wit-1024, metric: cka, selection: best}\n")
+    assert "mine" in catalog.settings
+    refused(tmp_path, "version: 2\nsettings: {}\n", "unsupported 'version' 2", "supported: (1,)")

@@ -191,7 +191,9 @@ def _pairs_show(args: argparse.Namespace) -> int:
                           "pairs": len(lang) * len(vis), "entries": sides, "zoo_set": note},
                          indent=2, ensure_ascii=False))
         return 0
-    print(f"pair set {name}: {len(lang)} language x {len(vis)} vision = {len(lang) * len(vis)} pairs")
+    empty = [entry for entries in sides.values() for entry, names in entries.items() if not names]
+    slots = f" (empty optional slot{'s' if len(empty) > 1 else ''}: {', '.join(empty)})" if empty else ""
+    print(f"pair set {name}: {len(lang)} language x {len(vis)} vision = {len(lang) * len(vis)} pairs{slots}")
     if ps.description:
         print(" ".join(ps.description.split()))
     for side, entries in sides.items():

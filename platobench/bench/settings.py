@@ -26,6 +26,8 @@ from platobench.files.yaml_safe import read_yaml
 
 BUILTIN = Path(__file__).with_name("settings.yaml")
 SECTIONS = {"settings": "setting id", "groups": "setting group name", "pair_sets": "pair set name"}
+#: Versions of the settings file format, as zoo files have (`platobench.zoo.loading`); omitted means 1.
+SUPPORTED_VERSIONS = (1,)
 
 #: Seeds are signed 64-bit integers >= 0: torch.Generator.manual_seed overflows from 2**64, and records keep them exactly.
 MAX_SEED = 2**63
@@ -105,9 +107,12 @@ def _checked_raw(raw: Any, path: Path) -> dict[str, Any]:
     if raw is None:
         return {}
     if not isinstance(raw, dict):
-        raise UserError(f"settings file {path}: the top level must be a mapping (settings, groups, pair_sets), "
+        raise UserError(f"settings file {path}: the top level must be a mapping (version, settings, groups, pair_sets), "
                         f"not a {type(raw).__name__}")
-    out = {k: v for k, v in raw.items() if not (k in SECTIONS and v is None)}  # `groups:` left empty
+    version = raw.get("version", 1)
+    if version not in SUPPORTED_VERSIONS:
+        raise UserError(f"settings file {path}: unsupported 'version' {shown(version)} (supported: {SUPPORTED_VERSIONS})")
+    out = {k: v for k, v in raw.items() if not (k in SECTIONS and v is None) and k != "version"}  # `groups:` left empty
     for section, what in SECTIONS.items():
         entries = raw.get(section)
         if entries is None:
@@ -176,9 +181,12 @@ class Catalog:
             elif token in self.settings:
                 ids = [token]
             else:
+                from platobench.metrics.registry import did_you_mean  # torch: only on this error
+
+                hint = did_you_mean(token, [*self.settings, *self.groups])
                 raise UserError(
-                    f"--settings: unknown setting or group {shown(token)}; settings: {sorted(self.settings)}, "
-                    f"groups: {sorted(self.groups)}"
+                    f"--settings: unknown setting or group {shown(token)}{hint}; settings: {sorted(self.settings)}, "
+                    f"groups: {sorted(self.groups)} (see `platobench settings list`)"
                 )
             out.update({i: self.settings[i] for i in ids})
         if not out:

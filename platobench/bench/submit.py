@@ -212,7 +212,8 @@ def register(subparsers: Any) -> None:
         ),
     )
     p.add_argument("file", type=Path, metavar="FILE.yaml", help="zoo file with the submitted model entry (or entries)")
-    p.add_argument("--settings", default="demo", help="setting ids or groups, comma-separated (default: demo, offline)")
+    p.add_argument("--settings", default="demo",
+                   help="setting ids or groups, comma-separated (default %(default)s: the offline demo group)")
     p.add_argument("--pairs", default="demo", help="pair sets and/or 'LANG:VISION' pairs, comma-separated (their union), whose "
                                           "references to score against (default demo)")
     p.add_argument("--out", type=Path, default=Path("results"),

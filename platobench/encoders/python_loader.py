@@ -146,7 +146,17 @@ class _Simple:
         self._num_layers = spec.num_layers or 0
         self._all_widths: list[int] | None = None
         with torch.no_grad():
-            self.widths = [t.shape[1] for t in self.run(probe)]
+            try:
+                self.widths = [t.shape[1] for t in self.run(probe)]
+            except (AttributeError, TypeError) as exc:  # typically a text encoder given images, or the reverse
+                given = "strings" if spec.modality == "text" else "PIL images"
+                other = "vision" if spec.modality == "text" else "text"
+                raise UserError(
+                    f"model {spec.name}: {spec.source} failed on the load-time probe call encode(<2 {given}>) "
+                    f"with {type(exc).__name__}: {exc}; the entry declares modality {spec.modality} (kind "
+                    f"{spec.kind}), so encode receives {given}: if it encodes {other} inputs, declare "
+                    f"modality: {other} with a {other} kind"
+                ) from exc
 
     def run(self, inputs: list[Any]) -> list[torch.Tensor]:
         """User encode on `inputs` -> one float32 CPU [len(inputs), D_l] tensor per entry of layer_ids."""
@@ -242,6 +252,8 @@ def load(spec: ModelSpec, *, device: torch.device, dtype: str | None = None, hom
     except (ImportError, AttributeError) as exc:
         raise UserError(f"model {spec.name}: cannot import {spec.source!r} ({exc})") from exc
     internal = inspect.isclass(target) and issubclass(target, (TextEncoder, VisionEncoder))
+    if internal:
+        _check_modality(spec, target)
     if inspect.isclass(target) and not internal:
         try:
             inspect.signature(target).bind()
@@ -249,7 +261,7 @@ def load(spec: ModelSpec, *, device: torch.device, dtype: str | None = None, hom
             raise UserError(f"model {spec.name}: {spec.source} must be constructible with no arguments ({exc}); "
                             "or name a function (spec, device, dtype, home) that builds it") from exc
         return wrap(spec, target(), device)
-    if is_simple(target):
+    if not internal and is_simple(target):
         return wrap(spec, target, device)
     if not callable(target):
         raise UserError(f"model {spec.name}: {spec.source} is of type {type(target).__name__}; expected a class or object "
@@ -260,4 +272,17 @@ def load(spec: ModelSpec, *, device: torch.device, dtype: str | None = None, hom
     if not isinstance(encoder, (TextEncoder, VisionEncoder)):
         raise UserError(f"model {spec.name}: {spec.source} returned {type(encoder).__name__}, not an encoder "
                         "(a TextEncoder / VisionEncoder, or an object with encode(...))")
+    _check_modality(spec, type(encoder))
     return encoder
+
+
+def _check_modality(spec: ModelSpec, cls: type) -> None:
+    """UserError when internal encoder class `cls` (a TextEncoder or VisionEncoder) is not of the entry's
+    modality, before extraction calls methods the other modality's encoder lacks."""
+    modality = "text" if issubclass(cls, TextEncoder) else "vision"
+    if modality != spec.modality:
+        raise UserError(
+            f"model {spec.name}: {spec.source} builds {cls.__name__}, a {modality} encoder, but the entry "
+            f"declares modality {spec.modality} (kind {spec.kind}); declare modality: {modality} with a "
+            f"{modality} kind, or point source at a {spec.modality} encoder"
+        )

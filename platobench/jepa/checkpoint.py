@@ -52,7 +52,8 @@ def model_name(
 ) -> str:
     """Zoo name of a run: jepa "text-jepa/<size>-<views>.<data>-s<seed>", e.g.
     text-jepa/tiny-good.openclipart-s0 (mix:0.5 is spelt mix0.5); ntp "text-ntp/<size>.<data>-s<seed>"
-    (`views` unused); "-n<examples>" appended for a snapshot after `examples` training examples.
+    (`views` unused); "-n<examples>" appended for a model after `examples` training examples (what
+    `export_run` names every run by, so a 20-step and a 300-step run differ).
     Characters outside the zoo's name alphabet become '-'."""
     if objective not in ("jepa", "ntp"):
         raise ValueError(f"unknown objective {objective!r}; expected jepa or ntp")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,8 @@ from platobench.jepa.sizes import SIZES
 from platobench.jepa.views import parse_views
 
 DEFAULT_STEPS = 300
+#: compare's default settings: the paired settings of the offline demo (its zero-shot ones do not apply).
+DEFAULT_COMPARE_SETTINGS = "demo-mknn,demo-cka,demo-rotation"
 
 
 def register(subparsers: Any) -> None:
@@ -110,7 +113,8 @@ def register(subparsers: Any) -> None:
     tr.add_argument(
         "--name",
         default=None,
-        help="zoo name (default text-jepa/<size>-<views>.<data>-s<seed>; ntp: text-ntp/<size>.<data>-s<seed>)",
+        help="zoo name (default text-jepa/<size>-<views>.<data>-s<seed>-n<examples seen>; ntp: "
+        "text-ntp/<size>.<data>-s<seed>-n<examples seen>; examples seen = steps x global batch)",
     )
     tr.add_argument(
         "--out",
@@ -123,6 +127,11 @@ def register(subparsers: Any) -> None:
     _register_compare(sub)
     curve_commands.register(sub)
     scaling_commands.register(sub)
+
+
+def _global_batch(batch_size: int) -> int:
+    """Examples per optimiser step over every process of a launcher (WORLD_SIZE; 1 without one)."""
+    return batch_size * max(1, int(os.environ.get("WORLD_SIZE", "1")))
 
 
 def _check_args(args: argparse.Namespace) -> None:
@@ -138,12 +147,34 @@ def _check_args(args: argparse.Namespace) -> None:
         raise UserError(f"--heldout {args.heldout}: expected a share strictly between 0 and 1")
     if args.limit is not None and args.limit < 1:
         raise UserError(f"--limit {args.limit}: expected a positive number of samples")
+    batch = _global_batch(args.batch_size)
+    if args.limit is not None and args.limit < batch:
+        raise UserError(
+            f"--limit {args.limit}: fewer samples than one step's global batch ({batch} = --batch-size x "
+            f"processes); training needs at least {batch} outside the held-out share: raise --limit or lower "
+            "--batch-size"
+        )
+
+
+def _check_split(corpus: Any, args: argparse.Namespace) -> None:
+    """UserError, before any training, when the training split of `corpus` (samples with two distinct
+    captions outside the held-out share) holds fewer than one global batch, or the held-out part under 2."""
+    from platobench.jepa.config import split
+
+    train_idx, heldout_idx = split(corpus, args.heldout)
+    batch = _global_batch(args.batch_size)
+    if len(train_idx) < batch or len(heldout_idx) < 2:
+        limit = "" if args.limit is None else f" --limit {args.limit}"
+        more = "raise --limit or " if args.limit is not None else ""
+        fix = f"{more}lower --batch-size" if len(train_idx) < batch else f"{more}raise --heldout"
+        raise UserError(
+            f"--dataset {args.data}{limit}: {len(train_idx)} training and {len(heldout_idx)} held-out samples "
+            f"have two distinct captions; need at least {batch} (the global batch, --batch-size x processes) "
+            f"and 2: {fix}"
+        )
 
 
 def _train(args: argparse.Namespace) -> int:
-    from platobench.jepa.export import export_run
-    from platobench.jepa.train import TrainConfig, train
-
     if args.objective == "ntp":
         if args.views not in (None, "good"):
             raise UserError(f"--views {args.views}: --views applies to --objective jepa only")
@@ -152,6 +183,10 @@ def _train(args: argparse.Namespace) -> int:
     views = parse_views(args.views or "good")
     _check_args(args)
     corpus = load_corpus(args.data, args.limit, flag="--dataset")
+    _check_split(corpus, args)
+    from platobench.jepa.export import export_run  # torch and transformers: after the checks
+    from platobench.jepa.train import TrainConfig, train
+
     config = TrainConfig(
         size=args.size,
         views=views,
@@ -242,8 +277,9 @@ def _register_compare(sub: Any) -> None:
     cp.add_argument("--limit", type=int, default=None, help="use the first N samples of the dataset")
     cp.add_argument(
         "--settings",
-        default="demo",
-        help="paired setting ids or groups, comma-separated (default demo: mutual kNN, CKA, rotation)",
+        default=DEFAULT_COMPARE_SETTINGS,
+        help=f"paired setting ids or groups, comma-separated (default {DEFAULT_COMPARE_SETTINGS}: the "
+        "offline demo's mutual kNN, CKA and rotation)",
     )
     cp.add_argument(
         "--llm",
@@ -272,7 +308,7 @@ def _compare(args: argparse.Namespace) -> int:
     from platobench.bench.terminal_board import board_rows, print_board
     from platobench.features.store import FeatureStore
     from platobench.jepa.compare import CompareConfig, format_summary, run_compare
-    from platobench.jepa.train import TrainConfig
+    from platobench.jepa.train import CaptionCorpus, TrainConfig
     from platobench.zoo import zoo_from_args
 
     _check_args(args)
@@ -304,6 +340,7 @@ def _compare(args: argparse.Namespace) -> int:
         device=args.device,
     )
     dataset = _load_dataset(args.data, args.limit)
+    _check_split(CaptionCorpus.from_dataset(dataset), args)
 
     def log(line: str) -> None:
         print(line, file=sys.stderr if args.json else sys.stdout, flush=True)

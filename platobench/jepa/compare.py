@@ -230,7 +230,7 @@ def run_compare(
     for seed in config.seeds:
         for views in VIEWS:
             cfg = replace(config.train, views=parse_views(views), seed=seed)
-            name = model_name(cfg.size, views, dataset.name, seed)
+            name = model_name(cfg.size, views, dataset.name, seed, examples=cfg.steps * cfg.batch_size)
             start = time.perf_counter()
             try:
                 trained = train(corpus, cfg, progress=lambda line, n=name: log(_progress_line(n, line)))

@@ -31,14 +31,19 @@ def export_run(
     """Save `result` (a finished run or an `on_checkpoint` snapshot) as a transformers folder (default
     `home/jepa/<name after '/'>`) with `platobench_jepa.json`, write `zoo_entry.yaml` beside it, and return
     the summary `--json` prints: initial_loss, final_loss, effective_rank, checkpoint, zoo_entry, name,
-    objective, examples_seen, and the run's settings. The default name is `model_name(...)`, with
-    "-n<examples_seen>" when the run has `checkpoints` (so a learning curve's snapshots get distinct names).
+    objective, examples_seen, and the run's settings. The default name is `model_name(...)` with
+    "-n<examples_seen>", so runs of different lengths (and a learning curve's snapshots) get distinct names
+    and folders.
     jepa saves the encoder (kind text_jepa, loader hf_text); ntp saves the causal LM with its head (kind
     causal_lm, loader hf_causal)."""
     ntp = config.objective == "ntp"
-    examples = result.examples_seen if config.checkpoints else None
     name = name or model_name(
-        config.size, config.views.label, corpus.name, config.seed, objective=config.objective, examples=examples
+        config.size,
+        config.views.label,
+        corpus.name,
+        config.seed,
+        objective=config.objective,
+        examples=result.examples_seen,
     )
     out_dir = (out_dir or home / "jepa" / name.split("/", 1)[-1]).expanduser().resolve()
     saved = result.model.lm if ntp else result.model.encoder
