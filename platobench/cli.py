@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from platobench import __version__
@@ -58,6 +59,10 @@ def main(argv: list[str] | None = None) -> int:
         with remote_code.allowed(getattr(args, "trust_remote_code", None) or ()), \
                 python_code.allowed(getattr(args, "trust_code", None) or ()):  # models named by the opt-ins
             return int(args.func(args) or 0)
+    except BrokenPipeError:  # `platobench ... | head`: the reader left; stop quietly, as Unix tools do
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # the interpreter's final flush must not raise again
+        return 1
     except UserError as exc:
         message = str(exc)
         if len(message) > MAX_ERROR_CHARS:  # errors echo input; hostile input must not flood the terminal

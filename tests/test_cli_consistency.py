@@ -327,3 +327,13 @@ def test_hub_weights_checks_the_local_hub_cache(monkeypatch, tmp_path):
     assert hub_weights(spec) == "missing, ~45.4 MB to download"
     assert hub_weights(load_zoo().get("demo/minilm-l6")) == "packaged"
     assert human_bytes(999) == "999 B" and human_bytes(1234567) == "1.2 MB"
+
+
+def test_a_closed_pipe_stops_quietly():
+    """`platobench zoo list --json | head -1`: no BrokenPipeError traceback when the reader leaves."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run(f"{sys.executable} -m platobench zoo list --json | head -c 10", shell=True,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.stdout == "[\n  {\n    \"" and "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr
