@@ -106,3 +106,25 @@ def test_builtin_sentence_transformers_entries_truncate_as_sentence_transformers
         "sentence-transformers/all-minilm-l6-v2": 256, "sentence-transformers/all-mpnet-base-v2": 384}
 
 
+
+
+@pytest.mark.slow  # prepares the MiniLM weights into a fresh home
+def test_a_builtin_name_with_other_settings_never_gets_the_cached_features(tmp_path, monkeypatch):
+    """The built-in entry's features are cached; the same name with 8-bit quantisation on a CPU stops with
+    the quantisation error instead of returning those fp32 features."""
+    from bench_fixtures import seed_features
+
+    from platobench.data import get_dataset
+    from platobench.errors import UserError
+    from platobench.features.extract import extract
+    from platobench.features.store import FeatureStore
+
+    monkeypatch.setenv("PLATOBENCH_HOME", str(tmp_path))
+    seed_features(tmp_path, "demo/minilm-l6", 8)
+    store, ds = FeatureStore(tmp_path / "features"), get_dataset("openclipart-1024", limit=8)
+    text = ZOO.get("demo/minilm-l6")
+    _, report = extract(text, ds, store=store, progress=False, home=tmp_path)
+    assert report.cached
+    eight_bit = ModelSpec.model_validate({**text.model_dump(), "quantization": "8bit"})
+    with pytest.raises(UserError, match="needs a CUDA device"):
+        extract(eight_bit, ds, store=store, progress=False, home=tmp_path)
