@@ -28,8 +28,9 @@ $(FLOORS_STAMP): pyproject.toml requirements-demo.txt scripts/install_python.sh 
 	bash scripts/install_python.sh $(FLOORS) --floors
 	touch $@
 
+# Its own hypothesis example database: the one `make test` writes is in a newer hypothesis's format.
 test-floors: install $(FLOORS_STAMP)  ## the fast suite with the lowest version of every requirement (CI, after test)
-	$(FLOORS)/bin/python -m pytest -q -m "not slow" $(PYTEST_ARGS)
+	HYPOTHESIS_STORAGE_DIRECTORY=$(FLOORS)/.hypothesis $(FLOORS)/bin/python -m pytest -q -m "not slow" $(PYTEST_ARGS)
 
 demo: install  ## the main job on the offline demo (a slice of the offline board): no network, no GPU
 	$(PY) -m platobench run --pairs demo --settings demo --out results/offline
