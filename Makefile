@@ -1,10 +1,12 @@
-# platobench — `make install`, `make test`, `make demo`, `make bench`. Every target works from a fresh clone.
+# platobench — `make install`, `make test`, `make test-floors`, `make demo`, `make bench`. Every target works from a fresh clone.
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.platobench-installed
+FLOORS ?= .venv-floors
+FLOORS_STAMP := $(FLOORS)/.platobench-installed
 PYTEST_ARGS ?=
 
-.PHONY: install test test-fast demo board bench lint clean
+.PHONY: install test test-fast test-floors demo board bench lint clean
 
 install: $(STAMP)  ## venv + Python deps + Debian demo data + prepared demo weights
 
@@ -20,6 +22,15 @@ test: install  ## the whole suite, slow real-model tests included (what CI runs)
 
 test-fast: install  ## skip the tests marked slow
 	$(PY) -m pytest -q -m "not slow" $(PYTEST_ARGS)
+
+# The floors venv shares the Debian data and the prepared demo weights ($PLATOBENCH_HOME) of `make install`.
+$(FLOORS_STAMP): pyproject.toml requirements-demo.txt scripts/install_python.sh scripts/floors.py
+	bash scripts/install_python.sh $(FLOORS) --floors
+	touch $@
+
+# Its own hypothesis example database: the one `make test` writes is in a newer hypothesis's format.
+test-floors: install $(FLOORS_STAMP)  ## the fast suite with the lowest version of every requirement (CI, after test)
+	HYPOTHESIS_STORAGE_DIRECTORY=$(FLOORS)/.hypothesis $(FLOORS)/bin/python -m pytest -q -m "not slow" $(PYTEST_ARGS)
 
 demo: install  ## the main job on the offline demo (a slice of the offline board): no network, no GPU
 	$(PY) -m platobench run --pairs demo --settings demo --out results/offline
@@ -47,4 +58,4 @@ lint:
 	$(VENV)/bin/ruff check platobench tests benchmarks
 
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info
+	rm -rf $(VENV) $(FLOORS) .pytest_cache build *.egg-info

@@ -182,9 +182,9 @@ def faiss_gpu_problem(device: torch.device) -> str | None:
     try:
         import faiss
     except ImportError:
-        return "faiss-gpu not installed (faiss is not importable)"
+        return "faiss-gpu not installed (faiss is not importable): pip install 'platobench[gpu]'"
     if not hasattr(faiss, "StandardGpuResources") or faiss.get_num_gpus() < 1:
-        return f"faiss-gpu not installed (faiss {faiss.__version__} has no GPU support)"
+        return f"faiss-gpu not installed (faiss {faiss.__version__} has no GPU support): pip install 'platobench[gpu]'"
     return None
 
 

@@ -1,5 +1,6 @@
 """Cache root, device and dtype policy (bf16 only on cc >= 8 GPUs; fp32 on CPU)."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -64,7 +65,7 @@ def test_quantisation_is_opt_in_and_needs_bitsandbytes(monkeypatch):
 
     real_find_spec = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "bitsandbytes" else real_find_spec(name, *a))
-    with pytest.raises(UserError, match="pip install bitsandbytes"):
+    with pytest.raises(UserError, match=re.escape("needs bitsandbytes, which is not installed: pip install 'platobench[gpu]'")):
         model_kwargs(causal_spec(quantization="8bit"), torch.device("cuda"), torch.bfloat16, shard=True)
     with pytest.raises(UserError, match="needs a CUDA device"):
         model_kwargs(causal_spec(quantization="4bit"), torch.device("cpu"), torch.float32, shard=True)

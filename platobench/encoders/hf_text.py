@@ -88,7 +88,8 @@ def model_kwargs(spec: ModelSpec, device: torch.device, dtype: torch.dtype, *, s
         if device.type != "cuda":
             raise UserError(f"model {spec.name}: {spec.quantization} quantisation needs a CUDA device (got {device})")
         if importlib.util.find_spec("bitsandbytes") is None:
-            raise UserError(f"model {spec.name}: {spec.quantization} quantisation needs bitsandbytes: pip install bitsandbytes")
+            raise UserError(f"model {spec.name}: {spec.quantization} quantisation needs bitsandbytes, which is not "
+                            "installed: pip install 'platobench[gpu]'")
         from transformers import BitsAndBytesConfig
 
         if spec.quantization == "8bit":

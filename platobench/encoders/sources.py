@@ -59,14 +59,7 @@ def hub_errors(spec: ModelSpec, repo_id: str | None = None) -> Iterator[None]:
 
     try:
         yield
-    except ValueError as exc:
-        if "trust_remote_code" not in str(exc) or isinstance(exc, UserError):
-            raise
-        raise UserError(
-            f"model {spec.name}: its repository contains code that must run to load it; if you trust it, set "
-            f"'trust_remote_code: true' in its zoo entry and rerun with {OPTION} {spec.name}"
-        ) from exc
-    except (OSError, HfHubHTTPError) as exc:
+    except (OSError, HfHubHTTPError) as exc:  # before ValueError: huggingface_hub < 1.0's not-cached error is both
         if spec.source_type not in {"hub", "timm", "openclip"}:
             raise
         repo = repo_id or spec.source
@@ -74,4 +67,11 @@ def hub_errors(spec: ModelSpec, repo_id: str | None = None) -> Iterator[None]:
         raise UserError(
             f"model {spec.name}: cannot load {repo} at revision {spec.revision} ({state}). "
             f"Download it with: {download_hint(repo, spec.revision)}. Cause: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+        ) from exc
+    except ValueError as exc:
+        if "trust_remote_code" not in str(exc) or isinstance(exc, UserError):
+            raise
+        raise UserError(
+            f"model {spec.name}: its repository contains code that must run to load it; if you trust it, set "
+            f"'trust_remote_code: true' in its zoo entry and rerun with {OPTION} {spec.name}"
         ) from exc

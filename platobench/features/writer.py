@@ -14,13 +14,12 @@ import shutil
 import sys
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 import torch
 from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
-from typing_extensions import Self
 
 from platobench import __version__
 from platobench.data.base import ids_hash

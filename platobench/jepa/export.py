@@ -4,7 +4,7 @@ entry; return the run's summary."""
 from __future__ import annotations
 
 import dataclasses
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -112,7 +112,7 @@ def export_run(
         "samples_per_s": result.samples_per_s,
         "history": result.history,
         "platobench_version": __version__,
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     save_checkpoint(saved, result.tokenizer, out_dir, metadata)
     zoo_entry = write_zoo_entry(spec, out_dir / ZOO_ENTRY_FILE)

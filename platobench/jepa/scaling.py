@@ -21,7 +21,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -179,7 +179,7 @@ def run_scaling(
     result.predictions = [{"p_good": p, "examples": n, "predicted_misalignment": float(v)}
                           for (p, n), v in zip(targets, predicted, strict=True)]
     path = atomic_write_text(config.report / PREDICTIONS_FILE, json.dumps({
-        "written_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "written_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "law": law.as_dict(), "predictions": result.predictions,
         "fit_points": fit, "setting": config.setting.id, "vision": config.vision.name,
     }, indent=1) + "\n")

@@ -8,7 +8,7 @@ inside it.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
@@ -111,7 +111,7 @@ class ResultRecord(_Strict):
     )
     extra: dict[str, Any] = Field(default_factory=dict)
     runtime_s: Number
-    created: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    created: str = Field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
 
     @model_validator(mode="after")
     def _layers_in_grid(self) -> ResultRecord:
