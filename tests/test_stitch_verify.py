@@ -137,6 +137,11 @@ def test_a_stitch_record_without_its_captions_is_skipped_with_the_way_to_rerun(w
     assert "without its held-out captions" in outcome["reason"] and "rerun `platobench stitch`" in outcome["reason"]
 
 
+def test_a_bootstrap_too_large_to_redraw_is_skipped_not_run(written: Path, tmp_path: Path, capsys) -> None:
+    code, outcome = _check(capsys, _edited(written, tmp_path, _set("extra.stitch.scoring.n_boot", lambda v: 10**9)))
+    assert code == 1 and outcome["status"] == "skipped" and "bootstrap draws" in outcome["reason"]
+
+
 def test_the_diff_table_names_the_moved_row(written: Path, tmp_path: Path, capsys) -> None:
     folder = _edited(written, tmp_path, _set("extra.stitch.rows.0.cider_d", lambda v: v + 0.3))
     assert main(["check", "--results", str(folder)]) == 1

@@ -32,6 +32,7 @@ NO_CAPTIONS = ("a stitch record without its held-out captions (extra.stitch.scor
 RESCORED = ("re-scored the captions the record stored on the rebuilt held-out split; the captions themselves "
             "come from the trained decoder, which only a rerun of `platobench stitch` retrains")
 SHOWN_REFERENCES = 3  # differing references listed one by one; the rest are counted
+MAX_BOOT_CELLS = 20_000_000  # n_boot x held-out images the bootstrap may draw (about 160 MB a matrix)
 
 
 def verify_stitch(record: ResultRecord) -> tuple[Outcome, ResultRecord | None]:
@@ -46,6 +47,10 @@ def verify_stitch(record: ResultRecord) -> tuple[Outcome, ResultRecord | None]:
     assert extra is not None  # kind "stitch"
     if extra.scoring is None:
         out.reason = NO_CAPTIONS
+        return out, None
+    if extra.scoring.n_boot * len(extra.scoring.references) > MAX_BOOT_CELLS:
+        out.reason = (f"{extra.scoring.n_boot:,} bootstrap draws over {len(extra.scoring.references):,} images "
+                      f"exceed the {MAX_BOOT_CELLS:,} draws x images check re-scores")
         return out, None
     try:
         dataset = get_dataset(extra.scoring.dataset, limit=extra.scoring.limit)
