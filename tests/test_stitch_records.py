@@ -194,7 +194,7 @@ def test_a_stitch_board_judges_the_paired_map_against_its_map_controls():
     assert section is not None and section.sentence.startswith("1 of 2 pairs: the paired map")
 
 
-def test_check_does_not_rescore_a_stitch_record_and_says_why(tmp_path, capsys):
+def test_check_does_not_rescore_a_stitch_record_without_captions_and_says_why(tmp_path, capsys):
     import json
 
     write_record(tmp_path, stitch_record("demo/minilm-l6", 0.612))

@@ -175,9 +175,10 @@ class Checker:
         from platobench.features.store import SampleMismatchError
 
         out = Outcome(record.setting, record.language.name, record.vision.name, status="skipped")
-        if record.kind == "stitch":  # a trained decoder's captions: only a rerun of the experiment recomputes them
-            out.reason = "a stitch record: rerun `platobench stitch` with its options (extra.stitch) to recompute it"
-            return out, None
+        if record.kind == "stitch":  # the stored captions are re-scored; only a rerun retrains the decoder
+            from platobench.stitch.verify import verify_stitch
+
+            return verify_stitch(record)
         setting, out.mismatches, out.notes = self.setting_of(record)
         if setting is None:
             out.status = "invalid"

@@ -6,7 +6,9 @@ linear map into a frozen text encoder's space, decoded by a caption decoder trai
 (Balestriero & LeCun 2026). Its `score` is the CIDEr-D of the map fitted on all train pairs; its
 `extra["stitch"]` holds every variant (paired maps over a sweep of K pairs, the unpaired, shuffled-pairs
 and random maps, retrieval through the map and the text->text upper bound) with CIDEr-D and BLEU-4 and
-their bootstrap CIs over images, a few sample captions, the decoder and the train/test split.
+their bootstrap CIs over images, a few sample captions, the decoder and the train/test split; a record
+written since `platobench check` re-scores stitch records also keeps every row's caption of each held-out
+image and, in `scoring`, the references and bootstrap settings those scores came from.
 
 The builders return plain text (header and rows of strings, no markup): each renderer escapes every
 cell itself (`md_text` for Markdown, the HTML escaper for the page).
@@ -50,7 +52,9 @@ class StitchDecoder(BaseModel):
 
 class StitchRow(_Strict):
     """One scored variant: k = image-caption pairs the map saw (0 for none); map_entries = entries of the
-    map matrix (0 for the text->text bound, which uses no map); CIs are (lo, hi) bootstrap intervals."""
+    map matrix (0 for the text->text bound, which uses no map); CIs are (lo, hi) bootstrap intervals;
+    captions: the generated caption of every held-out image, keyed by sample id in held-out order (None in
+    records written before they were kept)."""
 
     variant: Variant
     k: Count = Field(ge=0)
@@ -59,6 +63,7 @@ class StitchRow(_Strict):
     cider_d_ci: tuple[Number, Number]
     bleu4: Number
     bleu4_ci: tuple[Number, Number]
+    captions: dict[str, str] | None = None
 
     @model_validator(mode="after")
     def _ordered_cis(self) -> StitchRow:
@@ -86,8 +91,25 @@ class StitchSplit(_Strict):
     dropped_duplicates: Count = Field(ge=0)
 
 
+class StitchScoring(_Strict):
+    """How the rows were scored: the split's source (`get_dataset(dataset, limit=limit)`, split by
+    `split.heldout_fraction` with `views` captions per sample), every reference of each held-out sample id
+    in held-out order, and the bootstrap (n_boot draws at `level`, seeded by bootstrap_seed; map_seed seeded
+    the maps and the shown samples)."""
+
+    dataset: str
+    limit: Count | None = Field(default=None, ge=1)
+    views: Count = Field(ge=1)
+    references: dict[str, list[str]]
+    n_boot: Count = Field(ge=1)
+    level: Number = Field(gt=0, lt=1)
+    bootstrap_seed: Count
+    map_seed: Count
+
+
 class StitchExtra(_Strict):
-    """`extra["stitch"]` of a stitch record; map_free = free parameters of the semi-orthogonal map."""
+    """`extra["stitch"]` of a stitch record; map_free = free parameters of the semi-orthogonal map; scoring:
+    None in records written before the captions were kept (`platobench check` cannot re-score them)."""
 
     decoder: StitchDecoder
     map_entries: Count = Field(ge=0)
@@ -95,6 +117,7 @@ class StitchExtra(_Strict):
     rows: list[StitchRow] = Field(min_length=1)
     samples: list[StitchSample]
     split: StitchSplit
+    scoring: StitchScoring | None = None
 
 
 def stitch_extra(record: ResultRecord) -> StitchExtra | None:

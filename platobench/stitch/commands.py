@@ -155,7 +155,7 @@ def _stitch(args: argparse.Namespace) -> int:
     config = StitchConfig(
         setting=setting, text=text, vision=vision, out=out, planted=pick["planted"],
         layers=(args.text_layer, args.vision_layer), device=args.device, batch_size=args.batch_size, zoo=zoo,
-        progress=not args.json and sys.stderr.isatty(),
+        progress=not args.json and sys.stderr.isatty(), dataset=pick["dataset"], limit=args.limit,
         decoder=DecoderOptions(name=pick["decoder"], prefix_len=args.prefix_len, tune_lm=args.tune_lm,
                                epochs=args.epochs, batch_size=args.decoder_batch_size, lr=args.lr, noise=args.noise,
                                max_new_tokens=args.max_new_tokens),

@@ -44,7 +44,7 @@ class EvalOptions:
 @dataclass
 class PairResult:
     """rows: one dict per variant (the record's `extra.stitch.rows`); captions: label -> generated captions
-    of the test images; maps: label -> the fitted map's description."""
+    of the test images, one entry per row in the order of `rows`; maps: label -> the fitted map's description."""
 
     rows: list[dict[str, Any]] = field(default_factory=list)
     captions: dict[str, list[str]] = field(default_factory=dict)

@@ -5,7 +5,9 @@ sample, one entry each); the normaliser and the captioner are fitted on the deco
 (`platobench.stitch.split`); the text->text upper bound is scored once. For each vision model (or the
 planted synthetic features of `--quick`): the maps, captions and scores of `platobench.stitch.evaluate`,
 written as one record per (text encoder, vision model) under OUT/<setting>/ (kind "stitch"; the headline
-score is the paired map fitted on every train pair, the other variants are in `extra.stitch.rows`).
+score is the paired map fitted on every train pair, the other variants are in `extra.stitch.rows`). Each
+row keeps the caption of every held-out image and `extra.stitch.scoring` the references, seeds and
+settings, so that `platobench check` re-scores the stored captions (`platobench.stitch.verify`).
 """
 
 from __future__ import annotations
@@ -57,7 +59,8 @@ class StitchConfig:
     """setting: record setting id; text / vision: zoo specs (vision empty with `planted`); planted: noise of
     the planted rotation (None: real vision models); layers: (text, vision) layer positions (-1: last);
     zoo: the `platobench.zoo.Zoo` the decoder's language model is looked up in (None: the built-in zoo);
-    progress: a progress bar while the decoder trains."""
+    progress: a progress bar while the decoder trains; dataset / limit: the `get_dataset` name and limit the
+    split was drawn from (recorded so that `platobench check` rebuilds the same split)."""
 
     setting: str
     text: list[ModelSpec]
@@ -72,6 +75,8 @@ class StitchConfig:
     workers: int = 2
     zoo: Any = None
     progress: bool = True
+    dataset: str | None = None
+    limit: int | None = None
 
 
 @dataclass
@@ -118,6 +123,24 @@ def _sample_captions(result: PairResult, text_captions: list[str]) -> dict[str, 
     return {**out, "text-bound": text_captions}
 
 
+def scoring_block(config: StitchConfig, split: StitchSplit) -> dict[str, Any]:
+    """`extra.stitch.scoring`: what re-scoring the stored captions needs: the split's source (dataset name,
+    limit, views), every reference of each held-out sample id (in held-out order) and the bootstrap's
+    settings and seeds."""
+    ev = config.evaluation
+    ids = split.test_set.ids
+    return {"dataset": config.dataset or split.dataset.name, "limit": config.limit, "views": split.views,
+            "references": dict(zip(ids, split.references())), "n_boot": ev.n_boot, "level": ev.level,
+            "bootstrap_seed": ev.seed, "map_seed": ev.seed}
+
+
+def _with_captions(rows: list[dict[str, Any]], captions: list[list[str]], ids: list[str]) -> list[dict[str, Any]]:
+    """Each row with the caption of every held-out image, keyed by sample id in held-out order."""
+    if len(rows) != len(captions):
+        raise ValueError(f"{len(rows)} scored rows but {len(captions)} caption lists")
+    return [{**row, "captions": dict(zip(ids, texts, strict=True))} for row, texts in zip(rows, captions)]
+
+
 def _record(config: StitchConfig, split: StitchSplit, text: tuple[ModelRef, int], vision: tuple[ModelRef, int],
             result: PairResult, decoder: dict[str, Any], text_bound: tuple[dict[str, Any], list[str]],
             runtime: float, inputs: dict[str, str]) -> ResultRecord:
@@ -139,9 +162,10 @@ def _record(config: StitchConfig, split: StitchSplit, text: tuple[ModelRef, int]
         extra={
             "stitch": {
                 "decoder": decoder, "map_entries": head["map_entries"], "map_free": result.maps[f"paired K={head['k']}"]["n_free"],
-                "rows": [*result.rows, text_row],
+                "rows": _with_captions([*result.rows, text_row], [*result.captions.values(), text_captions], test.ids),
                 "samples": sample_rows(test.ids, split.references(), _sample_captions(result, text_captions), ev.seed),
                 "split": split.as_dict(),
+                "scoring": scoring_block(config, split),
             },
             "maps": result.maps,
             "inputs": inputs,
