@@ -249,7 +249,9 @@ def option_reference(spec: Any) -> dict[str, Any]:
     """What each option field is worth when it is not in the key: the schema default (image_size None,
     quantization "none", max_tokens None); for loader, kind and source, which have no default, the
     built-in zoo entry of the same name (what the name has always meant), else nothing: an entry of
-    another name always has them in its key (a hub revision alone does not say which repository)."""
+    another name always has them in its key (a hub revision alone does not say which repository).
+    Changing a built-in entry's loader, kind or source in model_zoo.yaml therefore needs a bump of
+    EXTRACTOR_VERSION, as any change of what a name extracts does."""
     reference: dict[str, Any] = {"image_size": None, "quantization": "none", "max_tokens": None}
     base = _builtin_specs().get(spec.name)
     if base is not None:
