@@ -255,34 +255,44 @@ def llm_vs_jepa(records: list[ResultRecord], path: Path) -> bool:
 
 def plot_all(boards: list[Board], out_dir: Path) -> dict[str, Any]:
     """Every plot of the leaderboard under out_dir/plots. Returns {"files": paths relative to out_dir,
-    "notes": what was not plotted and why}."""
+    "notes": what was not plotted and why, "boards": board key -> {"figures": its size and LLM vs JEPA
+    plots, "heatmaps": its heatmaps best row first, "notes": its notes without the key}}."""
     files: list[str] = []
     notes: list[str] = []
+    per_board: dict[str, dict[str, list[str]]] = {}
     for board in boards:
-        records = [row.record for row in board.rows]
-        key = _slug(board.key)
-        gridless = [r.pair_id for r in records if not r.grid]
-        if gridless:
-            notes.append(f"{board.key}: {len(gridless)} record(s) without a layer grid (no heatmap), e.g. {gridless[0]}")
-        for r in records:
-            if not r.grid:
-                continue
-            rel = f"plots/heatmaps/{key}/{_slug(r.pair_id)}.png"
-            heatmap(r, out_dir / rel)
-            files.append(rel)
-        if any(r.kind == "stitch" for r in records):  # captioning scores: neither plot below applies
-            notes.append(f"{board.key}: no size or LLM vs text-JEPA plot (a stitching board scores captions, not "
-                         "alignment)")
+        mine: dict[str, list[str]] = {"figures": [], "heatmaps": [], "notes": []}
+        per_board[board.key] = mine
+        _plot_board(board, out_dir, mine)
+        files += mine["heatmaps"] + mine["figures"]
+        notes += [f"{board.key}: {n}" for n in mine["notes"]]
+    return {"files": files, "notes": notes, "boards": per_board}
+
+
+def _plot_board(board: Board, out_dir: Path, mine: dict[str, list[str]]) -> None:
+    """The plots of one board, their paths and notes appended to `mine` (see `plot_all`)."""
+    records = [row.record for row in board.rows]
+    key = _slug(board.key)
+    gridless = [r.pair_id for r in records if not r.grid]
+    if gridless:
+        mine["notes"].append(f"{len(gridless)} record(s) without a layer grid (no heatmap), e.g. {gridless[0]}")
+    for r in records:
+        if not r.grid:
             continue
-        rel = f"plots/size_{key}.png"
-        written, left_out = size_plot(records, out_dir / rel)
-        if written:
-            files.append(rel)
-        if left_out:
-            notes.append(f"{board.key}: size plot leaves out {', '.join(left_out)} (no parameter count or no score)")
-        rel = f"plots/llm_vs_jepa_{key}.png"
-        if llm_vs_jepa(records, out_dir / rel):
-            files.append(rel)
-        else:
-            notes.append(f"{board.key}: no LLM vs text-JEPA plot (needs records of both a causal_lm and a text_jepa)")
-    return {"files": files, "notes": notes}
+        rel = f"plots/heatmaps/{key}/{_slug(r.pair_id)}.png"
+        heatmap(r, out_dir / rel)
+        mine["heatmaps"].append(rel)
+    if any(r.kind == "stitch" for r in records):  # captioning scores: neither plot below applies
+        mine["notes"].append("no size or LLM vs text-JEPA plot (a stitching board scores captions, not alignment)")
+        return
+    rel = f"plots/size_{key}.png"
+    written, left_out = size_plot(records, out_dir / rel)
+    if written:
+        mine["figures"].append(rel)
+    if left_out:
+        mine["notes"].append(f"size plot leaves out {', '.join(left_out)} (no parameter count or no score)")
+    rel = f"plots/llm_vs_jepa_{key}.png"
+    if llm_vs_jepa(records, out_dir / rel):
+        mine["figures"].append(rel)
+    else:
+        mine["notes"].append("no LLM vs text-JEPA plot (needs records of both a causal_lm and a text_jepa)")
