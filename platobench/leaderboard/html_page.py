@@ -153,12 +153,13 @@ def _contents(boards: list[Board], overview_shown: bool) -> str:
     return f'<nav id="contents"><h2>Contents</h2><ol>{links}</ol></nav>'
 
 
-def _plot_parts(plots: dict[str, list[str]] | None) -> list[str]:
-    """A board's figures, its heatmaps in a regular grid (best pair first, collapsed) and its notes."""
+def _plot_parts(anchor: str, plots: dict[str, list[str]] | None) -> list[str]:
+    """A board's figures, its heatmaps in a regular grid (best pair first, collapsed) and its notes, under
+    a heading with id `anchor`-plots."""
     if not plots or not any(plots.values()):
         return []
     esc = html.escape
-    parts = ["<h3>plots</h3>"]
+    parts = [f'<h3 id="{anchor}-plots">plots</h3>']
     parts += [f'<a href="{esc(f)}"><img class="figure" src="{esc(f)}" alt="{esc(f)}"></a>' for f in plots.get("figures", [])]
     heat = plots.get("heatmaps", [])
     if heat:
@@ -215,7 +216,7 @@ def render(boards: list[Board], records: list[ResultRecord], paper: list[dict[st
                  fmt(s["mean"]) if s["mean"] is not None else f"{MISSING} ({s['present']}/{s['expected']})"],
                 [family(s["language"])],
             ) for s in language_summary(b)]))
-        parts += _plot_parts(per_board.get(b.key))
+        parts += _plot_parts(b.anchor, per_board.get(b.key))
     if len(settings) > 1:
         parts.append(f'<h2 id="{OVERVIEW_ANCHOR}">Overview: every pair under every setting</h2>')
         parts.append(_static_table(["language model", "vision model", *settings], [(

@@ -29,7 +29,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
-from matplotlib.ticker import NullLocator
+from matplotlib.ticker import MaxNLocator, NullLocator
 
 from platobench.leaderboard.baselines import is_baseline
 from platobench.leaderboard.boards import Board
@@ -81,13 +81,15 @@ def heatmap(record: ResultRecord, path: Path) -> None:
     cmap = "viridis" if record.metric.higher_is_better else "viridis_r"
     im = ax.imshow(grid, origin="lower", aspect="auto", cmap=cmap, interpolation="nearest")
     fig.colorbar(im, ax=ax, label=_text(record.metric.id))
-    if record.layers is not None:
-        ax.plot(record.layers[1], record.layers[0], marker="*", color="red", markersize=12, linestyle="none",
-                label=_text(f"{record.metric.selection}: {record.score:.3f}"))
-        ax.legend(loc="upper left", fontsize=7, framealpha=0.8)
-    ax.set_xlabel(_text(f"{record.vision.name} layer"))
-    ax.set_ylabel(_text(f"{record.language.name} layer"))
-    ax.set_title(_text(f"{record.setting} (n={record.dataset.n})"), fontsize=9)
+    chosen = ""
+    if record.layers is not None:  # named in the title: a legend would hide cells
+        ax.plot(record.layers[1], record.layers[0], marker="*", color="red", markersize=12, linestyle="none")
+        chosen = f" — red star: {record.metric.selection} {record.score:.3f}"
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
+    ax.set_xlabel(_text(f"{_short(record.vision.name)} layer"))
+    ax.set_ylabel(_text(f"{_short(record.language.name)} layer"))
+    ax.set_title(_text(f"{record.setting} (n={record.dataset.n}){chosen}"), fontsize=8)
     _save(fig, path, tight=False)
 
 
