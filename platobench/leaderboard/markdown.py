@@ -118,7 +118,8 @@ def readme(boards: list[Board], records: list[ResultRecord], paper: list[dict[st
         "board's strongest baseline: *beats baselines* only when its CI lies entirely beyond that baseline's CI.",
         "*null mean*: the mean score of the permutation null; *chance*: the score expected of unrelated",
         "representations (the record's `chance`). A rank marked `=` is shared by rows whose CIs overlap.",
-        f"A p marked `≤` is at its permutation floor (see the note under its board). {PARAMS_RULE}",
+        "A p marked `≤` is at its permutation floor (see the note under its board).",
+        PARAMS_RULE,
         "",
     ]
     settings, rows = overview(records)
