@@ -71,9 +71,10 @@ def stitch_lines(section: StitchSection | None) -> list[str]:
 HEATMAP_COLUMNS = 3
 
 
-def anchor_line(anchor: str) -> str:
-    """An HTML anchor for a link `#anchor` (`anchor` is made of letters, digits, "_" and "-" only)."""
-    return f'<a id="{anchor}"></a>'
+def anchor_tag(name: str) -> str:
+    """An HTML anchor for a link `#name`, put at the end of its heading's line (`name` is made of
+    letters, digits, "_" and "-" only)."""
+    return f' <a id="{name}"></a>'
 
 
 def contents(boards: list[Board], overview_shown: bool) -> list[str]:
@@ -126,7 +127,7 @@ def readme(boards: list[Board], records: list[ResultRecord], paper: list[dict[st
     lines += contents(boards, len(settings) > 1)
     per_board = plots.get("boards", {})
     for board in boards:
-        lines += [anchor_line(board.anchor), "", f"## {md_text(board.title)}", ""]
+        lines += [f"## {md_text(board.title)}{anchor_tag(board.anchor)}", ""]
         got = board.verdicts
         lines += _md_table(
             ["rank", "language model", "vision model", "score", "calibrated", "CI", "p", "null mean", "chance",
@@ -162,15 +163,13 @@ def readme(boards: list[Board], records: list[ResultRecord], paper: list[dict[st
         lines += plot_lines(per_board.get(board.key))
         lines.append("")
     if len(settings) > 1:
-        lines += [anchor_line(OVERVIEW_ANCHOR), "", "## Overview: every pair under every setting", ""]
+        lines += [f"## Overview: every pair under every setting{anchor_tag(OVERVIEW_ANCHOR)}", ""]
         lines += _md_table(["language model", "vision model", *map(md_text, settings)],
                            [[model_cell(r["language"]), model_cell(r["vision"]), *[fmt(r["scores"][s]) for s in settings]]
                             for r in rows])
         lines.append("")
     lines += [
-        anchor_line(PAPERS_ANCHOR),
-        "",
-        "## Reported by papers (not measured here)",
+        f"## Reported by papers (not measured here){anchor_tag(PAPERS_ANCHOR)}",
         "",
         "Values copied from the papers named below, for comparison only. They come from other code, data and",
         "model versions and are **not** platobench measurements; they are never mixed into the tables above.",
