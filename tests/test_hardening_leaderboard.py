@@ -80,14 +80,17 @@ def unescaped(text: str, char: str) -> list[int]:
 
 def test_readme_escapes_every_record_and_paper_text():
     records = hostile_board()
-    notes = {"files": ["plots/size_x.png"], "notes": [f"not plotted because {HOSTILE}"]}
-    text = lb.readme(lb.build_boards(records), records, hostile_paper(), notes)
+    boards = lb.build_boards(records)
+    notes = {"files": ["plots/size_x.png"], "notes": [], "boards": {boards[0].key: {
+        "figures": ["plots/size_x.png"], "heatmaps": [], "notes": [f"not plotted because {HOSTILE}"]}}}
+    text = lb.readme(boards, records, hostile_paper(), notes)
     for raw in ["<script", "<iframe", "&lt;b&gt;", "\r", "\x1b"]:
         assert raw not in text, raw
-    measured = text.split("## Reported by papers")[0].split("## Plots")[0]
+    measured = text.split("## Reported by papers")[0]
     assert unescaped(measured, "`") == unescaped(lb.readme([], [], [], {}).split("## Reported")[0], "`")
-    links = [text[i + 1:i + 8] for i in unescaped(text, "]") if text[i + 1] == "("]
-    assert links == ["(plots/"]  # the plot link only
+    links = [text[i + 1:text.index(")", i)] for i in unescaped(text, "]") if text[i + 1] == "("]
+    anchors = [f"(#{b.anchor}" for b in boards] + ["(#overview", "(#reported-by-papers"]
+    assert links == [*anchors, "(plots/size_x.png"]  # the contents and the plot only
     assert [line for line in text.splitlines() if line.startswith("# ")] == ["# platobench leaderboard"]
     for block in re.findall(r"((?:^\|.*\n)+)", text, re.MULTILINE):  # every table keeps its column count
         lines = block.splitlines()
@@ -99,6 +102,7 @@ def test_readme_renders_without_markup_from_records():
     records = hostile_board()
     text = lb.readme(lb.build_boards(records), records, hostile_paper(), {})
     page = markdown_it.MarkdownIt("commonmark").enable("table").render(text)
+    page = re.sub(r'<a id="[a-z0-9_-]+"></a>|<a href="#[a-z0-9_-]+">', "", page)  # the anchors and contents
     assert "<script" not in page and "<iframe" not in page and "<a " not in page and "<code>code" not in page
     assert page.count("<table>") == text.count("\n|---")
     first = re.search(r"<table>.*?</table>", page, re.DOTALL).group(0)

@@ -55,7 +55,7 @@ def test_rendered_rows_default_order(page):
     rows = rows_of(dom, 0)
     assert [(r[0], r[1], r[3]) for r in rows] == [
         ("1=", "qwen2.5/qwen2.5-7b", "0.250"), ("1=", "llama3/llama-3-8b", "0.240"), ("3", "demo/smollm2-135m", "0.150")]
-    assert rows[1][10] == "missing"
+    assert rows[1][10] == "unknown"  # a real model without a count; a baseline shows n/a
     assert "3 of 3 rows shown" in dom
     assert [(r[0], r[3]) for r in rows_of(dom, 1)] == [("1", "1.200"), ("2", "1.500")]
 

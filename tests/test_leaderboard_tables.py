@@ -107,7 +107,7 @@ def test_readme_tables_and_separate_paper_section(built):
     measured, paper = text.split("## Reported by papers (not measured here)")
     assert "0.184" not in measured and "0.184" in paper
     assert ("| 1 | text-jepa/base | demo/dinov2-s-imgfocus | 0.300 | 0.222 | [0.280, 0.320] | 0.010 | 0.100 | 0.100 "
-            "| 1, 1 of 2×3 | missing / 22.1M |") in measured
+            "| 1, 1 of 2×3 | unknown / 22.1M |") in measured
     assert "demo-rotation — rotation_residual_heldout on openclipart-1024 (n=64, lower is better)" in measured
     assert "size plot leaves out text-jepa/base" in measured
 

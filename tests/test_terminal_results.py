@@ -25,7 +25,7 @@ from platobench.jepa.compare import heldout_subset, run_compare
 from platobench.jepa.model import SIZES
 from platobench.leaderboard.ranks import tie_ranks
 from platobench.metrics.stats import permutation_null
-from platobench.results import ModelRef, ResultRecord, load_record, load_records
+from platobench.results import IntervalRef, ModelRef, NullRef, ResultRecord, load_record, load_records
 
 # --- tie_ranks -------------------------------------------------------------------------------------
 
@@ -93,7 +93,8 @@ def test_plain_board_has_a_rank_column_and_is_what_a_pipe_gets():
     text = terminal_board.render(records)
     lines = text.split("== x:")[1].splitlines()
     header = next(line for line in lines if line.startswith("rank"))
-    assert header.split() == list(terminal_board.COLUMNS)
+    assert header.split() == [c for c in terminal_board.COLUMNS if c != "p"]  # every p is 0.010: left out
+    assert "p column left out: every p is 0.010." in text
     ranked = [line.split()[:2] for line in lines if line.split()[:1] in (["1"], ["3"], ["4"], ["5"])]
     assert ranked[:3] == [["1", "demo/l0"], ["1", "demo/l1"], ["3", "demo/l2"]]
     piped = io.StringIO()  # not a terminal: plain text, exactly `render` plus the final newline
@@ -110,20 +111,26 @@ def test_rich_board_draws_boxes_with_the_same_numbers():
     terminal_board.print_board(records, file=out, tty=True)
     text = out.getvalue()
     assert "────" in text and "----" not in text  # rich's rule under the header, not the plain dashes
-    assert "rank" in text and "calibrated" in text
+    assert "rank" in text and "calib" in text
     plain_cells = {c.strip() for line in terminal_board.render(records).splitlines() for c in line.split("  ")}
-    for cell in ["0.5000", "[0.480, 0.520]", "0.4900", "beats baselines", "strongest baseline"]:
+    for cell in ["0.500", "[0.480, 0.520]", "0.490", "beats", "strongest"]:
         assert cell in plain_cells and cell in text, cell
-    assert "their floor is 1/(B+1) = 0.0099." in text
-    assert text.index("== lo:") < text.index("== x:")  # settings in the same order as the plain text
+    assert "p column left out: every p is 0.010." in text
+    assert text.index("== x:") < text.index("== lo:")  # the mutual kNN (headline) setting first, as in the plain text
 
 
 def test_rich_board_in_a_narrow_terminal_keeps_every_column_and_digit():
     out = io.StringIO()
     terminal_board.render_rich(board_records(), out, width=50)
     text = out.getvalue()
-    for cell in ["rank", "pair", "verdict", "[0.480, 0.520]", "0.0100", "demo/l0 x demo/v", "baseline/bag-of-words"]:
+    for cell in ["rank", "pair", "verdict", "[0.480, 0.520]", "0.010", "demo/l0 x", "bag-of-words*"]:
         assert cell in text, cell
+
+
+def test_rich_board_in_120_columns_keeps_pairs_on_one_line():
+    out = io.StringIO()
+    terminal_board.render_rich(board_records(), out, width=120)
+    assert "bag-of-words* x demo/v" in out.getvalue() and "demo/l0 x demo/v" in out.getvalue()
 
 
 def test_rich_board_prints_record_text_literally():
@@ -139,17 +146,19 @@ def test_rich_board_prints_record_text_literally():
 # --- run, submit and jepa compare end with the board -------------------------------------------------
 
 
-def plain_tables(text: str) -> dict[str, list[list[str]]]:
-    """setting -> table rows (cells split on runs of 2+ spaces) of the plain boards printed in `text`."""
-    tables: dict[str, list[list[str]]] = {}
+def plain_tables(text: str) -> dict[str, list[dict[str, str]]]:
+    """setting -> table rows (column name -> cell; cells split on runs of 2+ spaces) of the plain boards
+    printed in `text`."""
+    tables: dict[str, list[dict[str, str]]] = {}
     lines = text.splitlines()
     for i, line in enumerate(lines):
         if line.startswith("== ") and i + 2 < len(lines) and lines[i + 1].startswith("rank"):
             rows = tables.setdefault(line[3:].split(":")[0], [])
+            header = lines[i + 1].split()
             for row in lines[i + 3:]:
                 if not row[:1].isdigit():
                     break
-                rows.append(re.split(r"\s{2,}", row.strip()))
+                rows.append(dict(zip(header, re.split(r"\s{2,}", row.strip()))))
     return tables
 
 
@@ -182,10 +191,12 @@ def assert_board_matches(board: dict[str, list[dict[str, Any]]], text: str | Non
             r = by_key[(setting, row["language"], row["vision"])]
             num = (lambda v, d=3: "-" if v is None else f"{v:.{d}f}")
             ci = "-" if r.ci is None else f"[{r.ci.lo:.3f}, {r.ci.hi:.3f}]"
-            assert cells[0] == str(row["rank"]) and cells[1].startswith(f"{r.language.name} x {r.vision.name}")
-            assert cells[2:8] == [num(r.score, 4), ci, num(r.chance), num(None if r.null is None else r.null.mean),
-                                  num(r.calibrated), num(None if r.null is None else r.null.p_value, 4)]
-            assert cells[8] == f"{r.layers[0]},{r.layers[1]}"
+            pair = f"{terminal_board._model(r.language.name)} x {terminal_board._model(r.vision.name)}"
+            assert cells["rank"] == str(row["rank"]) and cells["pair"] == pair
+            assert [cells["score"], cells["ci"], cells["calib"]] == [num(r.score), ci, num(r.calibrated)]
+            p = terminal_board._p_cell(r.null)
+            assert cells.get("p", p) == p  # the column is left out when every row has the same p
+            assert cells["layers"] == f"{r.layers[0]},{r.layers[1]}"
 
 
 @pytest.fixture(scope="module")
@@ -341,3 +352,34 @@ def test_demo_run_board_equals_its_records(tmp_path, capsys):
     records = load_records(tmp_path / "out")
     assert len(records) == 100 and set(board) == {r.setting for r in records}
     assert_board_matches(board, text, records)
+
+
+def _floor_record(language: str, vision: str, score: float, p: float = 1 / 101):
+    return make_record("s", language, vision, score).model_copy(update={
+        "null": NullRef(mean=0.1, std=0.01, p_value=p, n_perm=100, seed=0)})
+
+
+def test_plain_board_fits_120_columns_with_long_baseline_names():
+    records = [_floor_record("baseline/random-init-minilm-l6", "baseline/random-init-efficientnet-lite0", 0.2),
+               _floor_record("demo/smollm2-135m", "demo/efficientnet-lite1", 0.3),
+               _floor_record("demo/minilm-l3", "baseline/colour-histogram", 0.25, p=0.3)]
+    text = terminal_board.render(records)
+    assert max(len(line) for line in text.splitlines()) <= terminal_board.WIDTH
+    assert "random-init-minilm-l6* x random-init-efficientnet-lite0*" in text
+    assert "≤0.010" in text and "0.300" in text  # the p column stays: its cells differ
+
+
+def test_constant_p_at_the_floor_drops_the_column_and_says_so():
+    records = [_floor_record(f"demo/l{i}", V, 0.3 - 0.1 * i) for i in range(3)]
+    text = terminal_board.render(records)
+    header = next(line for line in text.splitlines() if line.startswith("rank"))
+    assert " p " not in f"{header} " and "0.0099" not in header
+    assert "p column left out: every p is at its floor 1/(B+1) = 0.0099 (B = 100 permutations" in text
+    assert terminal_board.board_rows(records)["s"][0]["p_value"] == 1 / 101  # --json keeps the value
+
+
+def test_zero_shot_zero_rows_are_explained_on_the_terminal_board():
+    zero = make_record("zs", "demo/l0", V, 0.0).model_copy(update={
+        "kind": "zeroshot", "ci": IntervalRef(lo=0.0, hi=0.0, level=2 / 3, method="seeds")})
+    text = terminal_board.render([zero, make_record("zs", "demo/l1", V, 0.2).model_copy(update={"kind": "zeroshot"})])
+    assert "1 row(s) read 0.000 [0.000, 0.000]: a measured zero" in " ".join(text.split())

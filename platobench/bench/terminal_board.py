@@ -1,10 +1,14 @@
-"""The board that `run`, `submit` and `jepa compare` end with: one table per setting.
+"""The board that `run`, `submit` and `jepa compare` end with: one table per setting, settings in the
+leaderboard's order (platobench/leaderboard/order.py), sized for a terminal of about 120 columns.
 
-Columns: rank, language x vision, score, confidence interval, chance level, permutation-null mean,
-calibrated score, p-value, chosen layers and the baseline verdict (platobench/leaderboard/baselines.py). Rows
-are sorted best first (by the metric's direction); baseline rows are tagged `[baseline]`. The rank is
-CI-aware: entries whose CI overlaps their group leader's share a rank (`platobench.leaderboard.ranks`).
-`board_rows` gives the same numbers as plain dicts for `--json`. `print_board` draws the tables with
+Columns: rank, language x vision, score, confidence interval, calibrated score, p-value, chosen layers and
+the baseline verdict (platobench/leaderboard/baselines.py). A baseline model shows without its family and
+with a `*` ("bag-of-words*"). The p column is left out when every row has the same p (typically all at the
+permutation floor 1/(B+1)), and a note says so; a p at that floor shows as "≤0.010". The chance level and
+the permutation-null means are one note line per table. Rows are sorted best first (by the metric's
+direction). The rank is CI-aware: entries whose CI overlaps their group leader's share a rank
+(`platobench.leaderboard.ranks`). `board_rows` gives every number, chance and null mean included, as
+plain dicts for `--json`. `print_board` draws the tables with
 `rich` when stdout is a terminal and as plain text otherwise (pipes, tests, CI). Text from records is
 printed on one line with control characters (terminal escape sequences included) replaced by spaces.
 """
@@ -12,20 +16,55 @@ printed on one line with control characters (terminal escape sequences included)
 from __future__ import annotations
 
 import sys
+import textwrap
 from collections.abc import Iterable
 from typing import Any, TextIO
 
-from platobench.leaderboard.baselines import board_sentence, is_baseline, verdicts
+from platobench.leaderboard.baselines import (
+    AT_NULL,
+    BASELINE,
+    BEATS,
+    BELOW,
+    STRONGEST,
+    TIES_NO_CI,
+    WITHIN,
+    board_sentence,
+    is_baseline,
+    verdicts,
+)
+from platobench.leaderboard.notes import fmt_p, p_at_floor, zeroshot_sentence
+from platobench.leaderboard.order import setting_key
 from platobench.leaderboard.ranks import tie_ranks
 from platobench.leaderboard.safe_text import one_line
-from platobench.results import ResultRecord
+from platobench.results import NullRef, ResultRecord
 from platobench.table import format_table
 
-COLUMNS = ("rank", "pair", "score", "ci", "chance", "null", "calibrated", "p", "layers", "verdict")
+COLUMNS = ("rank", "pair", "score", "ci", "calib", "p", "layers", "verdict")
+BASELINE_MARK = "*"  # after a baseline model's name, which is shown without its family "baseline/"
+WIDTH = 120  # the terminal width the plain board is laid out for; notes are wrapped to it
+SHORT_VERDICTS = (  # (full, short) in order: the printed verdict column; --json keeps the full text
+    (BEATS, "beats"), (WITHIN, "within CI"), (BELOW, "below"), (TIES_NO_CI, "ties (no CI)"),
+    (STRONGEST, "strongest"), (BASELINE + AT_NULL, "at null"),
+)
+VERDICT_KEY = ("verdict vs the strongest baseline: beats / within CI / below (real pairs); strongest / baseline / "
+               "at null (its own null) for baseline rows; full text under --json.")
+
+
+def short_verdict(verdict: str) -> str:
+    """The verdict as the verdict column prints it ("within baseline CI (no CI)" -> "within CI (no CI)")."""
+    for full, short in SHORT_VERDICTS:
+        if verdict.startswith(full):
+            return short + verdict[len(full):]
+    return verdict
 
 
 def _num(value: float | None, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _model(name: str) -> str:
+    """A model name in the pair column: a baseline as "bag-of-words*" (BASELINE_MARK), others as written."""
+    return name.split("/", 1)[1] + BASELINE_MARK if is_baseline(name) else name
 
 
 def _sorted(records: list[ResultRecord]) -> list[ResultRecord]:
@@ -33,13 +72,18 @@ def _sorted(records: list[ResultRecord]) -> list[ResultRecord]:
     return sorted(records, key=lambda r: (-r.score if higher else r.score, r.pair_id))
 
 
-def board_rows(records: Iterable[ResultRecord]) -> dict[str, list[dict[str, Any]]]:
-    """setting -> rows (best first) with the printed numbers, unrounded."""
+def _by_setting(records: Iterable[ResultRecord]) -> dict[str, list[ResultRecord]]:
+    """setting -> its records, settings in the leaderboard's order (platobench/leaderboard/order.py)."""
     by_setting: dict[str, list[ResultRecord]] = {}
     for r in records:
         by_setting.setdefault(r.setting, []).append(r)
+    return dict(sorted(by_setting.items(), key=lambda kv: setting_key(kv[0], kv[1][0].kind, kv[1][0].metric.id)))
+
+
+def board_rows(records: Iterable[ResultRecord]) -> dict[str, list[dict[str, Any]]]:
+    """setting -> rows (best first) with every number, unrounded (the printed board shows fewer columns)."""
     out: dict[str, list[dict[str, Any]]] = {}
-    for setting, rs in sorted(by_setting.items()):
+    for setting, rs in _by_setting(records).items():
         verdict = verdicts(rs)
         ordered = _sorted(rs)
         ranks = tie_ranks([r.score for r in ordered], [None if r.ci is None else (r.ci.lo, r.ci.hi) for r in ordered],
@@ -64,47 +108,85 @@ def board_rows(records: Iterable[ResultRecord]) -> dict[str, list[dict[str, Any]
     return out
 
 
-def _sections(records: list[ResultRecord]) -> list[tuple[str, list[list[str]], list[bool], list[str]]]:
-    """Per setting: (title line, table cells in COLUMNS order, whether each row is a baseline, notes printed
-    under the table)."""
-    by_setting: dict[str, list[ResultRecord]] = {}
-    for r in records:
-        by_setting.setdefault(r.setting, []).append(r)
+def _span(values: list[float | None]) -> str:
+    """"0.016" for one value, "0.018-0.020" for a range, "-" for none."""
+    got = sorted(v for v in values if v is not None)
+    if not got:
+        return "-"
+    return _num(got[0]) if _num(got[0]) == _num(got[-1]) else f"{_num(got[0])}-{_num(got[-1])}"
+
+
+def _p_cell(null: NullRef | None) -> str:
+    return "-" if null is None else fmt_p(null)
+
+
+def _p_note(rs: list[ResultRecord]) -> str | None:
+    """The note that replaces the p column when every row's p cell is the same, else None."""
+    cells = {_p_cell(r.null) for r in rs}
+    if len(cells) != 1:
+        return None
+    floor = sorted({r.null.n_perm for r in rs if r.null is not None and p_at_floor(r.null)})
+    if floor:
+        bound = ", ".join(f"{1 / (b + 1):.4f}" for b in floor)
+        return (f"p column left out: every p is at its floor 1/(B+1) = {bound} (B = "
+                f"{', '.join(map(str, floor))} permutations; none reached any score).")
+    if cells == {"-"}:
+        return "p column left out: no record has a permutation null."
+    return f"p column left out: every p is {next(iter(cells))}."
+
+
+def _sections(records: list[ResultRecord]) -> list[tuple[str, list[str], list[list[str]], list[bool], list[str]]]:
+    """Per setting: (title line, column names, table cells, whether each row is a baseline, notes printed
+    under the table). Chance and permutation-null means go in the notes (per row under --json); the p
+    column is left out, and the notes say so, when every row has the same p."""
+    by_setting = _by_setting(records)
     out = []
     for setting, rows in board_rows(records).items():
-        first = by_setting[setting][0]
+        rs = by_setting[setting]
+        first = rs[0]
         better = "higher" if first.metric.higher_is_better else "lower"
         title = one_line(
             f"== {setting}: {first.metric.id} on {first.dataset.name} (N={first.dataset.n}, "
             f"{first.metric.preprocess}, {first.metric.selection}; {better} is better)"
         )
+        p_note = _p_note(rs)
+        columns = [c for c in COLUMNS if c != "p" or p_note is None]
+        nulls = {(r.language.name, r.vision.name): r.null for r in rs}
         body = []
         for row in rows:
-            tag = " [baseline]" if row["baseline"] else ""
             ci = "-" if row["ci"] is None else f"[{row['ci'][0]:.3f}, {row['ci'][1]:.3f}]"
             layers = "-" if row["layers"] is None else f"{row['layers'][0]},{row['layers'][1]}"
-            body.append([
-                str(row["rank"]), one_line(f"{row['language']} x {row['vision']}{tag}"), _num(row["score"], 4), ci,
-                _num(row["chance"]), _num(row["null_mean"]), _num(row["calibrated"]), _num(row["p_value"], 4),
-                layers, row["verdict"],
-            ])
+            cells = {
+                "rank": str(row["rank"]), "pair": one_line(f"{_model(row['language'])} x {_model(row['vision'])}"),
+                "score": _num(row["score"]), "ci": ci, "calib": _num(row["calibrated"]),
+                "p": _p_cell(nulls[(row["language"], row["vision"])]), "layers": layers,
+                "verdict": short_verdict(row["verdict"]),
+            }
+            body.append([cells[c] for c in columns])
         notes = []
-        sentence = board_sentence(by_setting[setting])
+        if any(row["baseline"] for row in rows):
+            notes.append(f"{BASELINE_MARK} baseline (zoo family baseline/). calib: calibrated score.")
+        if any(row["verdict"] for row in rows):
+            notes.append(VERDICT_KEY)
+        chance, null = _span([row["chance"] for row in rows]), _span([row["null_mean"] for row in rows])
+        if (chance, null) != ("-", "-"):
+            notes.append(f"chance {chance}; permutation-null mean {null} (every column per row: --json).")
+        notes += [p_note] if p_note else []
+        sentence = board_sentence(rs)
         if sentence:
             notes.append(one_line(sentence))
-        n_perm = {r.null.n_perm for r in by_setting[setting] if r.null is not None and r.null.n_perm > 0}
-        if n_perm:
-            floor = ", ".join(f"{1 / (b + 1):.4f}" for b in sorted(n_perm))
-            notes.append(f"p-values are permutation p-values; their floor is 1/(B+1) = {floor}.")
-        out.append((title, body, [row["baseline"] for row in rows], notes))
+        zs = zeroshot_sentence(rs)
+        notes += [zs] if zs else []
+        out.append((title, columns, body, [row["baseline"] for row in rows], notes))
     return out
 
 
 def render(records: Iterable[ResultRecord]) -> str:
     """Plain-text tables, one per setting, each followed by its baseline sentence."""
     lines: list[str] = []
-    for title, body, _, notes in _sections(list(records)):
-        lines += [title, *format_table(COLUMNS, body, rule=True), *notes, ""]
+    for title, columns, body, _, notes in _sections(list(records)):
+        wrapped = [line for note in notes for line in textwrap.wrap(note, WIDTH, break_long_words=False)]
+        lines += [title, *format_table(columns, body, rule=True), *wrapped, ""]
     return "\n".join(lines)
 
 
@@ -119,9 +201,9 @@ def render_rich(records: Iterable[ResultRecord], file: TextIO, *, width: int | N
 
     console = Console(file=file, width=width, highlight=False, emoji=False, markup=False)
     screen = console.width
-    for title, body, baselines, notes in _sections(list(records)):
+    for title, columns, body, baselines, notes in _sections(list(records)):
         table = Table(title=Text(title, style="bold"), title_justify="left", box=box.SIMPLE_HEAD)
-        for i, name in enumerate(COLUMNS):
+        for i, name in enumerate(columns):
             numeric = name not in ("pair", "layers", "verdict")
             if name in ("pair", "verdict"):  # free text wraps between words in a narrow terminal
                 longest_word = max(len(word) for cells in body for word in [name, *cells[i].split()])

@@ -1,5 +1,5 @@
 """The leaderboard, built from result records only (`platobench leaderboard`): boards and ranks
-(`boards`, `ranks`, `baselines`, `notes`), the renderers of README.md (`markdown`), leaderboard.csv
+(`boards`, `order`, `ranks`, `baselines`, `notes`), the renderers of README.md (`markdown`), leaderboard.csv
 (`csv_table`), index.html (`html_page`, with `static/`) and PNG plots (`plots`, imported on demand: it
 loads matplotlib and torch), and the build into a whole output folder (`build`, `folder`).
 

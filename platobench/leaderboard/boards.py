@@ -22,9 +22,13 @@ from typing import Any
 
 from platobench.errors import UserError
 from platobench.leaderboard.baselines import board_sentence, is_baseline, verdicts
-from platobench.leaderboard.notes import MISSING, rank_labels
+from platobench.leaderboard.notes import MISSING, NOT_APPLICABLE, UNKNOWN, rank_labels
+from platobench.leaderboard.order import setting_key
 from platobench.leaderboard.ranks import tie_ranks
 from platobench.results import ResultRecord
+
+OVERVIEW_ANCHOR = "overview"  # anchors of the sections after the boards, in README.md and index.html
+PAPERS_ANCHOR = "reported-by-papers"
 
 
 def family(name: str) -> str:
@@ -61,6 +65,12 @@ class Board:
     def key(self) -> str:
         """A short unique id: setting plus the first 8 hex digits of the dataset fingerprint."""
         return f"{self.setting}@{self.first.dataset.fingerprint[:8]}"
+
+    @property
+    def anchor(self) -> str:
+        """The board's anchor in README.md and index.html: its key as lowercase letters, digits, "_" and "-"
+        ("demo-mknn@f32e2e84" -> "demo-mknn-f32e2e84")."""
+        return "".join(c if c.isascii() and (c.isalnum() or c == "_") else "-" for c in self.key.lower())
 
     @property
     def title(self) -> str:
@@ -106,11 +116,15 @@ def rank_records(records: list[ResultRecord]) -> list[Ranked]:
 
 
 def build_boards(records: list[ResultRecord]) -> list[Board]:
-    """Group records into boards (setting x dataset fingerprint), each ranked; ordered by setting id."""
+    """Group records into boards (setting x dataset fingerprint), each ranked; the headline board first
+    (the order of platobench/leaderboard/order.py: mutual kNN paired settings, other paired settings,
+    zero-shot, stitching), then by setting id and fingerprint."""
     groups: dict[tuple[str, str], list[ResultRecord]] = {}
     for r in records:
         groups.setdefault((r.setting, r.dataset.fingerprint), []).append(r)
-    return [Board(setting, rank_records(rs)) for (setting, _), rs in sorted(groups.items())]
+    ordered = sorted(groups.items(), key=lambda item: (
+        setting_key(item[0][0], item[1][0].kind, item[1][0].metric.id), item[0][1]))
+    return [Board(setting, rank_records(rs)) for (setting, _), rs in ordered]
 
 
 def language_summary(board: Board) -> list[dict[str, Any]]:
@@ -174,7 +188,10 @@ def fmt_layers(r: ResultRecord) -> str:
     return f"{r.layers[0]}, {r.layers[1]}{sizes}"
 
 
-def fmt_params(value: float | None) -> str:
-    if value is None:
-        return MISSING
+def fmt_params(value: float | None, model: str) -> str:
+    """A parameter count in millions ("109.5M", "1.5B"). Without a count: NOT_APPLICABLE for a baseline
+    (a control without learned weights, such as a caption-length or colour-histogram feature) and
+    UNKNOWN for a real model whose record does not say."""
+    if value is None or not finite(value):
+        return NOT_APPLICABLE if is_baseline(model) else UNKNOWN
     return f"{value / 1000:.1f}B" if value >= 1000 else f"{value:g}M"

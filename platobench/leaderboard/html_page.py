@@ -9,7 +9,10 @@ family (of the language or the vision model; every family of every record is lis
 the URL fragment, one sort per table keyed by the table's id — `#family=demo&board-0=score.desc` — so a
 view can be linked. Missing values sort last in either direction. The per-language means, the
 pair x setting overview, the stitching table of a board of stitch records and the values reported by
-papers are static tables (the overview and the stitching table follow the filter).
+papers are static tables (the overview and the stitching table follow the filter). A contents list links
+each board's section (id `Board.anchor`, boards in the order of platobench/leaderboard/order.py; the
+script scrolls to a section without touching the fragment's state); each board's figures and its heatmaps,
+in a regular grid best pair first, sit in its own section.
 Baseline rows (zoo family `baseline/`) are shaded and their baseline model carries a "baseline" tag; the
 verdict column and the sentence under each table compare real pairs with the board's strongest baseline.
 """
@@ -22,8 +25,26 @@ from importlib import resources
 from typing import Any
 
 from platobench.leaderboard.baselines import is_baseline
-from platobench.leaderboard.boards import Board, Ranked, family, finite, fmt, language_summary, overview
-from platobench.leaderboard.notes import MISSING, TIE_RULE, p_floor_sentence
+from platobench.leaderboard.boards import (
+    OVERVIEW_ANCHOR,
+    PAPERS_ANCHOR,
+    Board,
+    Ranked,
+    family,
+    finite,
+    fmt,
+    fmt_params,
+    language_summary,
+    overview,
+)
+from platobench.leaderboard.notes import (
+    MISSING,
+    PARAMS_RULE,
+    TIE_RULE,
+    fmt_p,
+    p_floor_sentence,
+    zeroshot_sentence,
+)
 from platobench.leaderboard.stitch_table import SAMPLE_HEADER, STITCH_HEADER, StitchSection, stitch_section
 from platobench.results import ResultRecord
 
@@ -31,7 +52,7 @@ COLUMNS = [  # key, header, kind ("num" sorts numerically, "text" alphabetically
     ("rank", "rank", "num"), ("language", "language model", "text"), ("vision", "vision model", "text"),
     ("score", "score", "num"), ("calibrated", "calibrated", "num"), ("ci", "CI", "num"), ("p", "p", "num"),
     ("null_mean", "null mean", "num"), ("chance", "chance", "num"), ("layers", "layers (L, V)", "text"),
-    ("params_language", "params L (M)", "num"), ("params_vision", "params V (M)", "num"),
+    ("params_language", "params L", "num"), ("params_vision", "params V", "num"),
     ("verdict", "verdict vs baselines", "text"),
 ]
 # Columns in the metric's units: their first click sorts best first (descending when higher is better).
@@ -74,9 +95,10 @@ def _row(row: Ranked, verdict: str = "") -> dict[str, Any]:
     cells = {
         "rank": row.label, "language": _name_cell(r.language.name),
         "vision": _name_cell(r.vision.name), "score": fmt(r.score), "calibrated": fmt(r.calibrated),
-        "ci": f"[{r.ci.lo:.3f}, {r.ci.hi:.3f}]" if r.ci is not None else MISSING, "p": fmt(p),
-        "null_mean": fmt(null_mean), "chance": fmt(r.chance), "layers": layers, "params_language": f"{r.language.params_m:g}" if r.language.params_m else MISSING,
-        "params_vision": f"{r.vision.params_m:g}" if r.vision.params_m else MISSING, "verdict": esc(verdict),
+        "ci": f"[{r.ci.lo:.3f}, {r.ci.hi:.3f}]" if r.ci is not None else MISSING, "p": fmt_p(r.null),
+        "null_mean": fmt(null_mean), "chance": fmt(r.chance), "layers": layers,
+        "params_language": fmt_params(r.language.params_m, r.language.name),
+        "params_vision": fmt_params(r.vision.params_m, r.vision.name), "verdict": esc(verdict),
     }
     sort = {
         "rank": row.rank, "language": r.language.name, "vision": r.vision.name, "score": _num(r.score),
@@ -122,6 +144,32 @@ def _stitch_parts(section: StitchSection | None) -> list[str]:
     return parts
 
 
+def _contents(boards: list[Board], overview_shown: bool) -> str:
+    """The contents list: one link per board section (headline first), the overview and the papers' table."""
+    items = [(b.anchor, b.title) for b in boards]
+    items += [(OVERVIEW_ANCHOR, "Overview: every pair under every setting")] if overview_shown else []
+    items += [(PAPERS_ANCHOR, "Reported by papers (not measured here)")]
+    links = "".join(f'<li><a href="#{a}">{html.escape(t)}</a></li>' for a, t in items)
+    return f'<nav id="contents"><h2>Contents</h2><ol>{links}</ol></nav>'
+
+
+def _plot_parts(anchor: str, plots: dict[str, list[str]] | None) -> list[str]:
+    """A board's figures, its heatmaps in a regular grid (best pair first, collapsed) and its notes, under
+    a heading with id `anchor`-plots."""
+    if not plots or not any(plots.values()):
+        return []
+    esc = html.escape
+    parts = [f'<h3 id="{anchor}-plots">plots</h3>']
+    parts += [f'<a href="{esc(f)}"><img class="figure" src="{esc(f)}" alt="{esc(f)}"></a>' for f in plots.get("figures", [])]
+    heat = plots.get("heatmaps", [])
+    if heat:
+        cells = "".join(f'<a href="{esc(f)}"><img loading="lazy" src="{esc(f)}" alt="{esc(f)}"></a>' for f in heat)
+        parts.append(f"<details><summary>layer x layer heatmaps ({len(heat)}, best pair first)</summary>"
+                     f'<div class="heatmaps">{cells}</div></details>')
+    parts += [f'<p class="note">not plotted: {esc(n)}</p>' for n in plots.get("notes", [])]
+    return parts
+
+
 def render(boards: list[Board], records: list[ResultRecord], paper: list[dict[str, Any]], plots: dict[str, Any]) -> str:
     """The whole page as a string."""
     data = {
@@ -142,16 +190,21 @@ def render(boards: list[Board], records: list[ResultRecord], paper: list[dict[st
         (f"<p>{len(records)} result records. Click a column header to sort that table (best first, click "
          "again to reverse); <code>missing</code> marks a value that was not measured (it sorts last). "
          "<em>null mean</em>: mean score of the permutation null; <em>chance</em>: the score expected of "
-         "unrelated representations.</p>"),
+         f"unrelated representations; a p marked ≤ is at its permutation floor (see the note under its board). {html.escape(PARAMS_RULE)}</p>"),
         f'<label>model family: <select id="family"><option value="">all</option>{options}</select></label>',
         "<noscript><p>The ranked tables need JavaScript; README.md and leaderboard.csv hold the same data.</p></noscript>",
     ]
+    settings, rows = overview(records)
+    parts.append(_contents(boards, len(settings) > 1))
+    per_board = plots.get("boards", {})
     for i, b in enumerate(boards):
         p_note = p_floor_sentence([row.record for row in b.rows])
+        zs_note = zeroshot_sentence([row.record for row in b.rows])
         stitched = stitch_section(b)  # a stitch board's controls are its map variants, not baseline models
-        parts += [f"<h2>{html.escape(b.title)}</h2>", f'<p id="board-{i}-count"></p>', f'<table id="board-{i}"></table>',
-                  f'<p class="note">{html.escape(TIE_RULE)}</p>',
+        parts += [f'<h2 id="{b.anchor}">{html.escape(b.title)}</h2>', f'<p id="board-{i}-count"></p>',
+                  f'<table id="board-{i}"></table>', f'<p class="note">{html.escape(TIE_RULE)}</p>',
                   *([f'<p class="note">{html.escape(p_note)}</p>'] if p_note else []),
+                  *([f'<p class="note">{html.escape(zs_note)}</p>'] if zs_note else []),
                   f'<p class="verdict">{html.escape(stitched.sentence if stitched else b.sentence)}</p>',
                   *_stitch_parts(stitched)]
         vision = b.vision_models
@@ -163,19 +216,15 @@ def render(boards: list[Board], records: list[ResultRecord], paper: list[dict[st
                  fmt(s["mean"]) if s["mean"] is not None else f"{MISSING} ({s['present']}/{s['expected']})"],
                 [family(s["language"])],
             ) for s in language_summary(b)]))
-    settings, rows = overview(records)
+        parts += _plot_parts(b.anchor, per_board.get(b.key))
     if len(settings) > 1:
-        parts.append("<h2>Overview: every pair under every setting</h2>")
+        parts.append(f'<h2 id="{OVERVIEW_ANCHOR}">Overview: every pair under every setting</h2>')
         parts.append(_static_table(["language model", "vision model", *settings], [(
             [r["language"], r["vision"], *[fmt(r["scores"][s]) for s in settings]],
             sorted({family(r["language"]), family(r["vision"])}),
         ) for r in rows]))
-    if plots.get("files"):
-        parts.append("<h2>Plots</h2>")
-        parts += [f'<a href="{html.escape(f)}"><img src="{html.escape(f)}" alt="{html.escape(f)}"></a>' for f in plots["files"]]
-        parts += [f"<p>not plotted: {html.escape(n)}</p>" for n in plots.get("notes", [])]
     parts += [
-        "<h2>Reported by papers (not measured here)</h2>",
+        f'<h2 id="{PAPERS_ANCHOR}">Reported by papers (not measured here)</h2>',
         ("<p>Copied from the papers cited below for comparison only: other code, data and model versions. "
          "These are <strong>not</strong> platobench measurements and never enter the ranked tables.</p>"),
         _static_table(["source", "language model", "vision model", "metric", "value", "note"], [(

@@ -1,6 +1,8 @@
-"""The leaderboard's README.md: per-board ranked tables (with the stitching table under a board of stitch
-records, platobench/leaderboard/stitch_table.py), per-language summaries, the pair x setting overview,
-plots and the separate table of values reported by papers.
+"""The leaderboard's README.md: a contents list linking each board's anchor (`Board.anchor`, boards in the
+order of platobench/leaderboard/order.py), per-board ranked tables (with the stitching table under a board
+of stitch records, platobench/leaderboard/stitch_table.py), per-language summaries and the board's plots
+(its figures, then its heatmaps in a table of HEATMAP_COLUMNS), the pair x setting overview and the
+separate table of values reported by papers.
 
 Record text is untrusted (platobench/leaderboard/safe_text.py): every text taken from a record, a plot
 note or a paper value is escaped (`md_text`), so it shows as written and adds no markup.
@@ -13,6 +15,8 @@ from typing import Any
 
 from platobench.leaderboard.baselines import is_baseline
 from platobench.leaderboard.boards import (
+    OVERVIEW_ANCHOR,
+    PAPERS_ANCHOR,
     Board,
     fmt,
     fmt_ci,
@@ -21,7 +25,14 @@ from platobench.leaderboard.boards import (
     language_summary,
     overview,
 )
-from platobench.leaderboard.notes import MISSING, TIE_RULE, p_floor_sentence
+from platobench.leaderboard.notes import (
+    MISSING,
+    PARAMS_RULE,
+    TIE_RULE,
+    fmt_p,
+    p_floor_sentence,
+    zeroshot_sentence,
+)
 from platobench.leaderboard.safe_text import md_text
 from platobench.leaderboard.stitch_table import SAMPLE_HEADER, STITCH_HEADER, StitchSection, stitch_section
 from platobench.results import ResultRecord
@@ -57,9 +68,45 @@ def stitch_lines(section: StitchSection | None) -> list[str]:
     return lines
 
 
+HEATMAP_COLUMNS = 3
+
+
+def anchor_tag(name: str) -> str:
+    """An HTML anchor for a link `#name`, put at the end of its heading's line (`name` is made of
+    letters, digits, "_" and "-" only)."""
+    return f' <a id="{name}"></a>'
+
+
+def contents(boards: list[Board], overview_shown: bool) -> list[str]:
+    """The contents list: one link per board (headline first), the overview and the papers' table."""
+    lines = ["## Contents", ""]
+    lines += [f"- [{md_text(b.title)}](#{b.anchor})" for b in boards]
+    if overview_shown:
+        lines.append(f"- [Overview: every pair under every setting](#{OVERVIEW_ANCHOR})")
+    return [*lines, f"- [Reported by papers (not measured here)](#{PAPERS_ANCHOR})", ""]
+
+
+def plot_lines(plots: dict[str, list[str]] | None) -> list[str]:
+    """A board's plots: its figures as images, its heatmaps in a table of HEATMAP_COLUMNS images (best
+    row first) and what was not plotted; [] when the board has none of these."""
+    if not plots or not any(plots.values()):
+        return []
+    lines = ["", "### plots", ""]
+    lines += [f"![{md_text(Path(f).stem)}]({md_text(f)})" for f in plots.get("figures", [])]
+    heat = plots.get("heatmaps", [])
+    if heat:
+        lines += ["", f"Layer x layer heatmaps ({len(heat)}, best pair first):", ""]
+        rows = [heat[i:i + HEATMAP_COLUMNS] for i in range(0, len(heat), HEATMAP_COLUMNS)]
+        cells = [[f"![{md_text(Path(f).stem)}]({md_text(f)})" for f in row] + [""] * (HEATMAP_COLUMNS - len(row))
+                 for row in rows]
+        lines += _md_table([" "] * HEATMAP_COLUMNS, cells)
+    lines += ["", *[f"- not plotted: {md_text(why)}" for why in plots.get("notes", [])]]
+    return lines
+
+
 def readme(boards: list[Board], records: list[ResultRecord], paper: list[dict[str, Any]], plots: dict[str, Any]) -> str:
-    """The leaderboard's README.md: per-board ranked tables, per-language summaries, the pair x setting
-    overview, plots, and the separate table of values reported by papers. Every text taken from a record,
+    """The leaderboard's README.md: the contents list, per-board ranked tables, per-language summaries and
+    plots, the pair x setting overview, and the separate table of values reported by papers. Every text taken from a record,
     a plot note or a paper value is escaped (`md_text`), so it shows as written and adds no markup."""
     lines = [
         "# platobench leaderboard",
@@ -72,24 +119,32 @@ def readme(boards: list[Board], records: list[ResultRecord], paper: list[dict[st
         "board's strongest baseline: *beats baselines* only when its CI lies entirely beyond that baseline's CI.",
         "*null mean*: the mean score of the permutation null; *chance*: the score expected of unrelated",
         "representations (the record's `chance`). A rank marked `=` is shared by rows whose CIs overlap.",
+        "A p marked `≤` is at its permutation floor (see the note under its board).",
+        PARAMS_RULE,
         "",
     ]
+    settings, rows = overview(records)
+    lines += contents(boards, len(settings) > 1)
+    per_board = plots.get("boards", {})
     for board in boards:
-        lines += [f"## {md_text(board.title)}", ""]
+        lines += [f"## {md_text(board.title)}{anchor_tag(board.anchor)}", ""]
         got = board.verdicts
         lines += _md_table(
             ["rank", "language model", "vision model", "score", "calibrated", "CI", "p", "null mean", "chance",
              "layers", "params (L / V)", "verdict"],
             [[
                 row.label, model_cell(r.language.name), model_cell(r.vision.name), fmt(r.score), fmt(r.calibrated),
-                fmt_ci(r), fmt(r.null.p_value if r.null else None), fmt(r.null.mean if r.null else None),
+                fmt_ci(r), fmt_p(r.null), fmt(r.null.mean if r.null else None),
                 fmt(r.chance), fmt_layers(r),
-                f"{fmt_params(r.language.params_m)} / {fmt_params(r.vision.params_m)}", got.get(r.pair_id, ""),
+                f"{fmt_params(r.language.params_m, r.language.name)} / {fmt_params(r.vision.params_m, r.vision.name)}",
+                got.get(r.pair_id, ""),
             ] for row in board.rows for r in [row.record]],
         )
         lines += ["", TIE_RULE, ""]
         p_note = p_floor_sentence([row.record for row in board.rows])
         lines += [p_note, ""] if p_note else []
+        zs_note = zeroshot_sentence([row.record for row in board.rows])
+        lines += [md_text(zs_note, brackets=False), ""] if zs_note else []
         stitched = stitch_section(board)  # a stitch board's controls are its map variants, not baseline models
         sentence = stitched.sentence if stitched is not None else board.sentence
         lines += [md_text(sentence, brackets=False)]  # its CI "[lo, hi]" stays as written
@@ -105,21 +160,16 @@ def readme(boards: list[Board], records: list[ResultRecord], paper: list[dict[st
                     fmt(s["mean"]) if s["mean"] is not None else f"{MISSING} ({s['present']}/{s['expected']})",
                 ] for s in language_summary(board)],
             )
+        lines += plot_lines(per_board.get(board.key))
         lines.append("")
-    settings, rows = overview(records)
     if len(settings) > 1:
-        lines += ["## Overview: every pair under every setting", ""]
+        lines += [f"## Overview: every pair under every setting{anchor_tag(OVERVIEW_ANCHOR)}", ""]
         lines += _md_table(["language model", "vision model", *map(md_text, settings)],
                            [[model_cell(r["language"]), model_cell(r["vision"]), *[fmt(r["scores"][s]) for s in settings]]
                             for r in rows])
         lines.append("")
-    if plots.get("files"):
-        lines += ["## Plots", ""]
-        lines += [f"- [{md_text(Path(p).name)}]({md_text(p)})" for p in plots["files"]]
-        lines += [f"- not plotted: {md_text(why)}" for why in plots.get("notes", [])]
-        lines.append("")
     lines += [
-        "## Reported by papers (not measured here)",
+        f"## Reported by papers (not measured here){anchor_tag(PAPERS_ANCHOR)}",
         "",
         "Values copied from the papers named below, for comparison only. They come from other code, data and",
         "model versions and are **not** platobench measurements; they are never mixed into the tables above.",

@@ -1,5 +1,7 @@
 """Sentences and labels the leaderboard's README.md and index.html print beside each ranked table: the
-tie-group marker of a rank, the rule behind shared ranks, and the floor of a permutation p-value.
+tie-group marker of a rank, the rule behind shared ranks, the floor of a permutation p-value (and how a
+p at that floor is shown), the words for a parameter count that does not apply or is unknown, and what a
+zero-shot row's score and CI mean.
 
 Plain text without Markdown or HTML markup (no backticks, no brackets that could start a link), so the
 README and the page can both print it after their own escaping.
@@ -7,11 +9,16 @@ README and the page can both print it after their own escaping.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
-from platobench.results import ResultRecord
+from platobench.results import NullRef, ResultRecord
 
 MISSING = "missing"
+NOT_APPLICABLE = "n/a"  # a parameter count of a baseline without learned weights: there is nothing to count
+UNKNOWN = "unknown"  # a parameter count a real model's record does not give
+PARAMS_RULE = (f"Parameter counts: {NOT_APPLICABLE} = not applicable (a baseline without learned weights), "
+               f"{UNKNOWN} = a real model whose record gives no count.")
 
 TIE_RULE = ("A rank marked = is shared: walking down the table best first, a row joins the group of the "
             "row that leads it when both have a CI and the two CIs overlap, and a row without a CI never "
@@ -35,6 +42,41 @@ def _floor(n_perm: int) -> str:
     return exact if float(exact) == float(shown) else f"{exact} (shown as {shown})"
 
 
+def p_at_floor(null: NullRef) -> bool:
+    """Whether a permutation p-value is at its floor 1/(B+1): no permutation reached the score."""
+    return null.n_perm > 0 and null.p_value <= 1 / (null.n_perm + 1) * (1 + 1e-9)
+
+
+def fmt_p(null: NullRef | None, digits: int = 3) -> str:
+    """A p-value cell: MISSING without a null, "≤0.010" for a permutation p at its floor 1/(B+1) (the
+    true p may be far smaller; the floor rounded up, so the bound holds), else the value."""
+    if null is None or not math.isfinite(null.p_value):
+        return MISSING
+    if p_at_floor(null):
+        step = 10.0 ** -digits
+        return f"≤{math.ceil(1 / (null.n_perm + 1) / step - 1e-9) * step:.{digits}f}"
+    return f"{null.p_value:.{digits}f}"
+
+
+def zeroshot_sentence(records: Sequence[ResultRecord]) -> str | None:
+    """What the score and CI of zero-shot rows mean, and that a row of zeros is a measured zero: the score
+    is a top-1 accuracy over the C classes matched, averaged over seeded image subsamples, and the CI is
+    the range over those seeds, so 0.000 [0.000, 0.000] means no class matched on any seed (it has zero
+    width whenever every seed scores the same). None when no record is a zero-shot record."""
+    zs = [r for r in records if r.kind == "zeroshot"]
+    if not zs:
+        return None
+    zeros = sum(r.score == 0 and r.ci is not None and r.ci.hi == 0 for r in zs)
+    levels = " or ".join(sorted({f"{r.ci.level:.3f}" for r in zs if r.ci is not None}))
+    text = ("Zero-shot score: top-1 accuracy of matching the classes to the class prompts without labels, "
+            "the mean over seeded image subsamples; its CI is the range over those seeds"
+            f"{f' (level (S-1)/(S+1) = {levels})' if levels else ''}, of zero width when every seed scores the same.")
+    if zeros:
+        text += (f" {zeros} row(s) read 0.000 [0.000, 0.000]: a measured zero (no class matched on any "
+                 "seed, below chance), not a missing score.")
+    return text
+
+
 def p_floor_sentence(records: Sequence[ResultRecord]) -> str | None:
     """One sentence on how small the p-values of `records` (one board) can be: a permutation p-value
     from B permutations is (1 + permutations scoring at least as well) / (B + 1), so never below
@@ -48,7 +90,7 @@ def p_floor_sentence(records: Sequence[ResultRecord]) -> str | None:
         parts.append(
             f"p is a permutation p-value, (1 + permutations scoring at least as well) / (B + 1) with B = {b} "
             f"permutations, so it is never below 1/(B+1) = {floor}: a p at that floor means no permutation "
-            "reached the score, not that p is exactly that small")
+            "reached the score, not that p is exactly that small; such a p is shown as ≤ the floor")
     if exact:
         parts.append("p of a record with B = 0 permutations comes from an exact null distribution and has "
                      "no 1/(B+1) floor" if perms else

@@ -79,6 +79,15 @@
     s.family = ev.target.value;
     setHash(s);
   });
+  // contents links scroll to their section and leave the fragment (the view's state) as it is
+  document.querySelectorAll("#contents a").forEach(function (a) {
+    a.addEventListener("click", function (ev) {
+      var target = document.getElementById(a.getAttribute("href").slice(1));
+      if (!target) return;
+      ev.preventDefault();
+      target.scrollIntoView();
+    });
+  });
   window.addEventListener("hashchange", render);
   render();
 })();

@@ -1,0 +1,86 @@
+"""The leaderboard a newcomer reads first: headline board first, a contents list of per-board anchors,
+parameter counts that do not apply vs unknown, p-values at their permutation floor, zero-shot zeros."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from bench_fixtures import make_record
+
+from platobench import leaderboard as lb
+from platobench.leaderboard import html_page
+from platobench.leaderboard.notes import NOT_APPLICABLE, UNKNOWN, fmt_p, zeroshot_sentence
+from platobench.leaderboard.order import setting_key
+from platobench.results import IntervalRef, MetricRef, NullRef
+
+V = "demo/dinov2-s-imgfocus"
+
+
+def _kind(setting: str, kind: str, metric: str, score: float = 0.3):
+    return make_record(setting, "demo/minilm-l6", V, score).model_copy(update={
+        "kind": kind, "metric": MetricRef(id=metric, params={}, preprocess="l2", selection="last",
+                                          higher_is_better=True)})
+
+
+def mixed_records():
+    return [_kind("a-cka", "paired", "cka"), _kind("z-mknn", "paired", "mutual_knn"),
+            _kind("b-stitch", "stitch", "cider_d"), _kind("c-zs", "zeroshot", "zeroshot_matching"),
+            _kind("b-mknn", "paired", "mutual_knn")]
+
+
+def test_headline_mutual_knn_boards_come_first_then_paired_zeroshot_stitch():
+    boards = lb.build_boards(mixed_records())
+    assert [b.setting for b in boards] == ["b-mknn", "z-mknn", "a-cka", "c-zs", "b-stitch"]
+    assert setting_key("x", "paired", "mutual_knn") < setting_key("a", "paired", "cka")
+
+
+def test_readme_and_html_have_contents_linking_each_board_anchor():
+    recs = mixed_records()[:3]
+    boards = lb.build_boards(recs)
+    text = lb.readme(boards, recs, [], {})
+    contents = text.split("## Contents")[1].split("\n## ")[0]
+    links = re.findall(r"\]\(#([a-z0-9_-]+)\)", contents)
+    assert links == [b.anchor for b in boards] + ["overview", "reported-by-papers"]
+    for anchor in links:
+        assert f'<a id="{anchor}"></a>' in text
+    assert text.index('<a id="z-mknn-ffffffff"></a>') < text.index('<a id="a-cka-ffffffff"></a>')
+    page = html_page.render(boards, recs, [], {})
+    nav = re.search(r'<nav id="contents">(.*?)</nav>', page, re.DOTALL).group(1)
+    assert re.findall(r'href="#([a-z0-9_-]+)"', nav) == links
+    for anchor in links:
+        assert f'id="{anchor}"' in page
+
+
+def test_parameter_count_not_applicable_for_a_baseline_unknown_for_a_real_model():
+    recs = [make_record("s", "baseline/caption-length", V, 0.2, params_l=None),
+            make_record("s", "text-jepa/base", V, 0.3, params_l=None, kind_l="text_jepa")]
+    text = lb.readme(lb.build_boards(recs), recs, [], {})
+    assert f"| {UNKNOWN} / 22.1M |" in text and f"| {NOT_APPLICABLE} / 22.1M |" in text
+    assert "| missing / 22.1M |" not in text
+    page = html_page.render(lb.build_boards(recs), recs, [], {})
+    payload = json.loads(re.search(r'id="pb-data">(.*?)</script>', page, re.DOTALL).group(1))
+    cells = {r["language"]: r["cells"]["params_language"] for r in payload["boards"][0]["rows"]}
+    assert cells == {"text-jepa/base": UNKNOWN, "baseline/caption-length": NOT_APPLICABLE}
+
+
+def test_p_at_its_permutation_floor_is_shown_as_a_bound():
+    floor = NullRef(mean=0.1, std=0.01, p_value=1 / 101, n_perm=100, seed=0)
+    assert fmt_p(floor) == "≤0.010"
+    assert fmt_p(NullRef(mean=0.1, std=0.01, p_value=1 / 50, n_perm=49, seed=0)) == "≤0.020"
+    assert fmt_p(NullRef(mean=0.1, std=0.01, p_value=0.25, n_perm=100, seed=0)) == "0.250"
+    assert fmt_p(NullRef(mean=0.1, std=0.1, p_value=0.0, n_perm=0, seed=0)) == "0.000"  # exact null: no floor
+    assert fmt_p(None) == "missing"
+    recs = [make_record("s", "demo/minilm-l6", V, 0.3).model_copy(update={"null": floor})]
+    assert "| ≤0.010 |" in lb.readme(lb.build_boards(recs), recs, [], {})
+
+
+def test_zero_shot_zeros_are_explained_as_measured_not_missing():
+    zero = _kind("zs", "zeroshot", "zeroshot_matching", 0.0).model_copy(update={
+        "ci": IntervalRef(lo=0.0, hi=0.0, level=2 / 3, method="range over 5 seeds")})
+    other = _kind("zs", "zeroshot", "zeroshot_matching", 0.2).model_copy(update={"language": zero.vision})
+    sentence = zeroshot_sentence([zero, other])
+    assert "1 row(s) read 0.000 [0.000, 0.000]: a measured zero" in sentence and "0.667" in sentence
+    assert zeroshot_sentence([make_record("s", "a/l", V, 0.3)]) is None
+    text = lb.readme(lb.build_boards([zero, other]), [zero, other], [], {})
+    assert "a measured zero" in text and "| 0.000 | " in text
