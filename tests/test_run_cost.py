@@ -55,7 +55,7 @@ def test_dry_run_states_the_estimate(tmp_path, monkeypatch, capsys):
     path.write_text("settings:\n  mine: {dataset: openclipart-1024, metric: cka, n_perm: 10000000}\n")
     assert main(["run", "--pairs", PAIR, "--settings", "mine", "--settings-file", str(path), "--limit", "24",
                  "--dry-run"]) == 0
-    assert "statistics (nulls, intervals, restarts): ~" in capsys.readouterr().out
+    assert "statistics (nulls, intervals, restarts) of the records to compute: ~" in capsys.readouterr().out
 
 
 def test_the_gate_and_the_cost_model():
