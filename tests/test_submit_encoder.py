@@ -279,6 +279,6 @@ def test_rank_counts_the_peers_and_the_board_shows_them(peers, capsys):
     assert submit(tmp_path, settings, entry()) == 0
     out = capsys.readouterr().out
     assert out.count(f"-- toy/hashing vs {VISION}: 3 peers on the same samples") == 2
-    assert f"baseline/bag-of-words x {VISION} [baseline]" in out and f"demo/minilm-l3 x {VISION}" in out
+    assert f"bag-of-words* x {VISION}" in out and f"demo/minilm-l3 x {VISION}" in out  # baselines marked *
     assert "efficientnet-lite0" not in out and "caption-length" not in out
     assert out.count("of 4 (3 peers on the same samples)") == 2 and "warning" not in out

@@ -233,16 +233,23 @@ def test_submit_ends_with_the_board_of_its_records(seeded, tmp_path, monkeypatch
     monkeypatch.setenv("PLATOBENCH_HOME", str(home))
     (tmp_path / "pb_toy_encoders.py").write_text(TOY_MODULE)
     (tmp_path / "sub.yaml").write_text(entry())
+    out = tmp_path / "results"
+    # peers first: the same settings, reference and samples, so submit has a board to rank against
+    assert main(["run", "--pairs", PAIR, "--settings", "tiny", "--settings-file", str(settings), "--limit", str(N),
+                 "--out", str(out), "--json"]) == 0
+    capsys.readouterr()
     argv = ["submit", str(tmp_path / "sub.yaml"), "--settings", "tiny", "--settings-file", str(settings),
-            "--pairs", PAIR, "--limit", str(N), "--out", str(tmp_path / "results")]
+            "--pairs", PAIR, "--limit", str(N), "--out", str(out)]
     assert main([*argv, "--json"]) == 0
-    board = json.loads(capsys.readouterr().out)["board"]
-    mine = [r for r in load_records(tmp_path / "results") if r.language.name == "toy/hashing"]
-    assert_board_matches(board, None, mine)
+    ranks = json.loads(capsys.readouterr().out)["ranks"]["toy/hashing"]
+    board = {row["setting"]: row["board"] for row in ranks}
+    records = load_records(out)
+    assert {r.language.name for r in records} == {"toy/hashing", PAIR.split(":")[0]}
+    assert_board_matches(board, None, records)
     assert main(argv) == 0
     text = capsys.readouterr().out
-    assert_board_matches(board, text, mine)
-    assert text.index("toy/hashing — ") < text.index("== tiny-cka")  # ends with the board
+    assert_board_matches(board, text, records)
+    assert text.index("== tiny-cka") < text.index("toy/hashing — ")  # the peers' boards, then one rank line each
 
 
 def test_jepa_compare_ends_with_the_board_of_its_records(tmp_path, monkeypatch, capsys):
