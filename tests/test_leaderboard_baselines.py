@@ -194,4 +194,6 @@ def test_with_every_baseline_at_null_real_pairs_are_judged_against_their_own_nul
     got = bl.verdicts([at_null, real, weak])
     assert got[at_null.pair_id] == "baseline (at null)"
     assert got[real.pair_id] == "beats baselines" and got[weak.pair_id] == "within baseline CI"
-    assert "no baseline exceeds its own null" in bl.board_sentence([at_null, real, weak])
+    assert bl.board_sentence([at_null, real, weak]) == (
+        "No baseline exceeds its own null on this board; 1 of 2 real pairs exceed theirs beyond the confidence "
+        "intervals.")

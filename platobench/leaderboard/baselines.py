@@ -153,19 +153,24 @@ def board_sentence(records: Iterable[ResultRecord]) -> str:
         return ("No baseline on this board: add the baselines-text / baselines-vision zoo sets to the run "
                 "to judge these scores.")
     strongest = strongest_baseline(records)
-    bar = (f"the strongest baseline ({_describe(strongest)})" if strongest is not None
-           else "their nulls (no baseline exceeds its own null)")
     real = [r for r in records if not is_baseline_record(r)]
     if not real:
-        return f"Only baselines on this board (the bar: {bar})."
+        bar = _describe(strongest) if strongest is not None else "none: no baseline exceeds its own null"
+        return f"Only baselines on this board (strongest: {bar})."
     got = verdicts(records)
     beat = [r for r in real if got[r.pair_id].startswith(BEATS)]
-    if not beat:
-        return f"No real model beats the baselines on this board (compared by excess over the null with {bar})."
     no_ci = sum(got[r.pair_id] == BEATS + NO_CI for r in beat)
     tail = f"; {no_ci} of them compared by score alone, without a CI" if no_ci else ""
-    return (f"{len(beat)} of {len(real)} real pairs beat {bar} by excess over the null, beyond the "
-            f"confidence intervals{tail}.")
+    if strongest is None:
+        if not beat:
+            return "No real pair exceeds its own null on this board, and no baseline exceeds its own null either."
+        return (f"No baseline exceeds its own null on this board; {len(beat)} of {len(real)} real pairs exceed "
+                f"theirs beyond the confidence intervals{tail}.")
+    if not beat:
+        return (f"No real model beats the baselines on this board (by excess over the null; strongest baseline: "
+                f"{_describe(strongest)}).")
+    return (f"{len(beat)} of {len(real)} real pairs beat the strongest baseline ({_describe(strongest)}) by excess "
+            f"over the null, beyond the confidence intervals{tail}.")
 
 
 __all__ = [
