@@ -11,7 +11,7 @@ from bench_fixtures import TINY_SETTINGS
 
 from platobench.cli import main
 from platobench.encoders.packaged import prepared_dir
-from platobench.results import load_record
+from platobench.results import load_record, record_path
 
 pytestmark = pytest.mark.slow
 N = 16
@@ -49,7 +49,7 @@ def test_submitting_the_same_weights_from_a_folder_scores_the_same(ran, monkeypa
                  "--pairs", f"demo/minilm-l6:{VISION}", "--limit", str(N), "--out", str(ran / "results"),
                  "--json"]) == 0
     (row,) = json.loads(capsys.readouterr().out)["ranks"]["user/minilm-folder"]
-    zoo_record = load_record(ran / "results" / "tiny-mknn" / f"demo--minilm-l6__{VISION.replace('/', '--')}.json")
+    zoo_record = load_record(record_path(ran / "results", "tiny-mknn", "demo/minilm-l6", VISION, N))
     assert row["score"] == pytest.approx(zoo_record.score, abs=1e-9)
     assert row["rank"] == 1 and row["of"] == 2  # a tie shares rank 1
 

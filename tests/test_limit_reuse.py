@@ -22,6 +22,7 @@ from platobench.data.subset import first_per_class
 from platobench.errors import UserError
 from platobench.features import extract as ex
 from platobench.features.store import FeatureStore
+from platobench.results import load_records, record_path
 from platobench.zoo import load_zoo
 
 PAIR = "demo/minilm-l6:demo/dinov2-s-imgfocus"
@@ -156,10 +157,47 @@ def test_a_limit_that_cut_nothing_leaves_no_stale_mark(tmp_path, monkeypatch, ca
                       store, SCORERS)
     assert json.loads(open(limited.written[0]).read())["extra"]["limit"] == 5000
     full = execute([Job(setting, LANG, VIS)], RunOptions(out=tmp_path / "r", progress=False), store, SCORERS)
-    assert full.written and not full.up_to_date
+    assert full.written and not full.up_to_date and full.written != limited.written
     assert "limit" not in json.loads(open(full.written[0]).read())["extra"]
     again = execute([Job(setting, LANG, VIS)], RunOptions(out=tmp_path / "r", progress=False), store, SCORERS)
     assert again.up_to_date and not again.written
+    # the two records measure the same samples: the folder reads as the full record alone, not two rows
+    assert [r.extra.get("limit") for r in load_records(tmp_path / "r")] == [None]
+
+
+def test_a_limited_run_never_replaces_the_full_record(tmp_path, monkeypatch, capsys):
+    """A `--limit` run in the folder of the full records writes its own file (`--limit-N.json`): the full
+    record (N=24 here) stays byte for byte, both load, each on its own samples."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("PLATOBENCH_HOME", str(home))
+    seed_features(home, LANG.name, 24, seed=1)
+    seed_features(home, VIS.name, 24, seed=2)
+    monkeypatch.setattr(runner, "get_dataset", lambda name, limit=None: get_dataset(name, limit=min(limit or 24, 24)))
+    setting = Setting(id="tiny-cka", dataset="openclipart-1024", metric="cka", n_perm=0, n_ci=0)
+    store, out = FeatureStore(home / "features"), tmp_path / "r"
+    full = execute([Job(setting, LANG, VIS)], RunOptions(out=out, progress=False), store, SCORERS)
+    before = open(full.written[0], "rb").read()
+    limited = execute([Job(setting, LANG, VIS)], RunOptions(out=out, progress=False, limit=12), store, SCORERS)
+    assert not limited.failed, limited.failed
+    assert limited.written == [str(record_path(out, "tiny-cka", LANG.name, VIS.name, 12))]
+    assert limited.written[0].endswith("demo--minilm-l6__demo--dinov2-s-imgfocus--limit-12.json")
+    assert open(full.written[0], "rb").read() == before
+    assert sorted((r.dataset.n, r.extra.get("limit")) for r in load_records(out)) == [(12, 12), (24, None)]
+    # reruns reuse each record from its own file
+    for limit in (None, 12):
+        again = execute([Job(setting, LANG, VIS)], RunOptions(out=out, progress=False, limit=limit), store, SCORERS)
+        assert again.up_to_date and not again.written
+
+
+def test_a_limited_record_path_cannot_be_spelled_by_a_full_one(tmp_path):
+    """Model names hold no '--' of their own, so `--limit-N` never names another pair's full record."""
+    assert record_path(tmp_path, "s", "f/a", "f/b") == tmp_path / "s" / "f--a__f--b.json"
+    assert record_path(tmp_path, "s", "f/a", "f/b", 5) == tmp_path / "s" / "f--a__f--b--limit-5.json"
+    with pytest.raises(UserError):
+        record_path(tmp_path, "s", "f/a", "f/b--limit-5")
+    for bad in (0, -1, True, 2.5):
+        with pytest.raises(UserError, match="positive integer"):
+            record_path(tmp_path, "s", "f/a", "f/b", bad)
 
 
 def test_check_tries_the_recorded_limit_first():

@@ -14,7 +14,7 @@ import pytest
 from bench_fixtures import TINY_SETTINGS, seed_features
 
 from platobench.cli import main
-from platobench.results import load_record, write_record
+from platobench.results import load_record, record_path, write_record
 
 N = 24
 VISION = "demo/dinov2-s-imgfocus"
@@ -143,8 +143,8 @@ def test_submission_is_scored_and_ranked(env, capsys):
     rows = report["ranks"]["toy/hashing"]
     assert sorted(r["setting"] for r in rows) == ["tiny-cka", "tiny-mknn"]
     for row in rows:
-        mine = load_record(tmp_path / "results" / row["setting"] / f"toy--hashing__{VISION.replace('/', '--')}.json")
-        other = load_record(tmp_path / "results" / row["setting"] / f"demo--minilm-l6__{VISION.replace('/', '--')}.json")
+        mine = load_record(record_path(tmp_path / "results", row["setting"], "toy/hashing", VISION, N))
+        other = load_record(record_path(tmp_path / "results", row["setting"], "demo/minilm-l6", VISION, N))
         assert row["reference"] == VISION and row["of"] == 2 and row["score"] == mine.score
         assert row["rank"] == (1 if mine.score >= other.score else 2)
 
@@ -256,7 +256,7 @@ def peers(env):
     tmp_path, _ = env
     results = tmp_path / "results"
     for setting in ("tiny-mknn", "tiny-cka"):
-        mine = load_record(results / setting / f"demo--minilm-l6__{VISION.replace('/', '--')}.json")
+        mine = load_record(record_path(results, setting, "demo/minilm-l6", VISION, N))
         for record in (copied(mine, "demo/minilm-l3"), copied(mine, "baseline/bag-of-words"),
                        copied(mine, "demo/minilm-l3", "demo/efficientnet-lite0"),
                        copied(mine, "baseline/caption-length", n=2 * N, fingerprint="0" * 64)):

@@ -33,7 +33,7 @@ from platobench.encoders.python_loader import (
 )
 from platobench.errors import UserError
 from platobench.features.extract import encode_images, encode_texts
-from platobench.results import load_record
+from platobench.results import load_record, record_path
 from platobench.zoo import ModelSpec, python_code
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -70,7 +70,7 @@ def test_example_is_submitted_and_scored(seeded, tmp_path, monkeypatch, capsys, 
     assert report["run"]["failed"] == {} and len(report["run"]["written"]) == 2
     text, vision = (name, reference) if example == "text_encoder" else (reference, name)
     for setting in ("tiny-mknn", "tiny-cka"):
-        record = load_record(out / setting / f"{text.replace('/', '--')}__{vision.replace('/', '--')}.json")
+        record = load_record(record_path(out, setting, text, vision, N))
         assert record.dataset.n == N and math.isfinite(record.score)
         assert all(math.isfinite(x) for row in record.grid for x in row)
     assert {row["reference"] for row in report["ranks"][name]} == {reference}

@@ -42,7 +42,7 @@ def record_plans(jobs: list[Job], opts: RunOptions) -> list[RecordPlan]:
     dev = resolve_device(opts.device)
     out = []
     for job in jobs:
-        path = record_path(opts.out, job.setting.id, job.language.name, job.vision.name)
+        path = record_path(opts.out, job.setting.id, job.language.name, job.vision.name, opts.limit)
         if opts.skip_existing and path.is_file():
             out.append(RecordPlan(job, KEEP))
             continue

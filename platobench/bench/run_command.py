@@ -61,7 +61,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--out", type=Path, default=Path("results"), help="results folder (default ./results)")
     p.add_argument("--limit", type=int, default=None,
                    help="a quick test, not comparable with full records: the first N samples of each paired "
-                        "dataset, the first N images of each class of a class dataset (zero-shot settings)")
+                        "dataset, the first N images of each class of a class dataset (zero-shot settings); its "
+                        "records go to their own files (<pair>--limit-N.json), never over the full records")
     add_device_option(p)
     p.add_argument("--batch-size", type=int, default=32, help="extraction batch size")
     p.add_argument("--workers", type=int, default=2, help="image-decoding workers")

@@ -26,7 +26,7 @@ from platobench.features.extract import extract, feature_key, note_limit, parall
 from platobench.features.slices import cached_superset
 from platobench.features.store import FeatureEntry, FeatureStore
 from platobench.metrics.stats import draw_bars
-from platobench.results import ResultRecord, load_record, record_path, write_record
+from platobench.results import ResultRecord, load_record, record_limit, record_path, write_record
 from platobench.zoo import ModelSpec
 
 
@@ -197,8 +197,8 @@ def warn_limited(limit: int | None) -> None:
 def record_limits(record: ResultRecord) -> list[int | None]:
     """The limits `check` rebuilds `record`'s inputs with, in order: the run's --limit (`extra.limit`,
     when a positive integer), the record's n (a paired set's first n samples), then none (all samples)."""
-    own = record.extra.get("limit")
-    first = [own] if isinstance(own, int) and not isinstance(own, bool) and own >= 1 else []
+    own = record_limit(record)
+    first = [] if own is None else [own]
     return list(dict.fromkeys([*first, record.dataset.n, None]))
 
 
@@ -209,7 +209,7 @@ def prepare_inputs(jobs: list[Job], opts: RunOptions, cache: dict[Any, Any]) -> 
     seen: set[str] = set()
     for job in jobs:
         sid = job.setting.id
-        if sid in seen or (opts.skip_existing and record_path(opts.out, sid, job.language.name, job.vision.name).is_file()):
+        if sid in seen or (opts.skip_existing and record_path(opts.out, sid, job.language.name, job.vision.name, opts.limit).is_file()):
             continue
         seen.add(sid)
         try:
@@ -296,7 +296,7 @@ def execute(
         elif (scorer := scorers.get(job.setting.kind)) is None:
             raise UserError(f"setting kind {job.setting.kind!r} is not supported by this runner")
         check_selection(job)
-        path = record_path(opts.out, job.setting.id, job.language.name, job.vision.name)
+        path = record_path(opts.out, job.setting.id, job.language.name, job.vision.name, opts.limit)
         if opts.skip_existing and path.is_file():
             return Planned(scorer, path, None, None)
         job_in = job_inputs(job.setting, opts.limit, inputs_cache)

@@ -279,7 +279,7 @@ def _mock_and_score(args: argparse.Namespace, catalog: Catalog, settings: list[S
     records, contradictions = consistent_records(load_records(args.out))
     for problem in contradictions:
         say(problem)
-    produced = {record_path(args.out, j.setting.id, j.language.name, j.vision.name) for j in jobs}
+    produced = {record_path(args.out, j.setting.id, j.language.name, j.vision.name, args.limit) for j in jobs}
     mine = [load_record(p) for p in sorted(produced) if p.is_file()]
     by_spec = {spec.name: [r for r in mine if spec.name in (r.language.name, r.vision.name)] for spec in submitted}
     modality = {spec.name: spec.modality for spec in submitted}

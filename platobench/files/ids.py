@@ -3,7 +3,8 @@
 Ids (setting, setting group, pair set, zoo set, dataset): lowercase letters, digits and `. _ + -`,
 starting with a letter or digit, at most 100 characters (`ID_PATTERN`). Model names are two such
 parts joined by one `/` ("family/arch.tag", `MODEL_NAME_PATTERN`) with no `__` or `--` in them: a
-record's file name is `language__vision` with `/` written as `--`, so distinct pairs get distinct files.
+record's file name is `language__vision` with `/` written as `--` (a `--limit N` run's adds
+`--limit-N`), so distinct pairs get distinct files.
 Neither can spell `..`, an absolute path, markup or a newline.
 """
 

@@ -2,7 +2,7 @@
 it with version upgrades and writing it atomically. No scoring and no rendering live here.
 
 - `platobench.results.schema`: the pydantic models and `SCHEMA_VERSION`;
-- `platobench.results.io`: `load_record(s)`, `write_record`, `record_path`, `git_sha`.
+- `platobench.results.io`: `load_record(s)`, `write_record`, `record_path`, `record_limit`, `git_sha`.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from platobench.results.io import (
     load_records,
     load_records_checked,
     record_files,
+    record_limit,
     record_path,
     write_record,
 )
@@ -39,6 +40,7 @@ __all__ = [
     "load_records",
     "load_records_checked",
     "record_files",
+    "record_limit",
     "record_path",
     "write_record",
 ]

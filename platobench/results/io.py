@@ -1,5 +1,7 @@
 """Reading and writing result records: one JSON file per model pair x setting under
-RESULTS/<setting>/<language>__<vision>.json.
+RESULTS/<setting>/<language>__<vision>.json, and a run with `--limit N` under
+RESULTS/<setting>/<language>__<vision>--limit-N.json (a test on fewer samples never replaces the record of
+the full datasets).
 
 `load_record` upgrades records of older schema versions (`_upgrade`) and validates them; the
 leaderboard and `platobench check` read only these files. `write_record` is the one writer (atomic).
@@ -37,23 +39,35 @@ def git_sha(cwd: Path | None = None) -> str | None:
     return out.stdout.strip() or None
 
 
-def record_path(results_dir: Path, setting: str, language: str, vision: str) -> Path:
-    """results/<setting>/<language>__<vision>.json with '/' in model names replaced by '--'.
+def record_limit(record: ResultRecord) -> int | None:
+    """The `--limit` of the run that wrote `record` (`extra.limit` when a positive integer), else None."""
+    limit = record.extra.get("limit")
+    return limit if isinstance(limit, int) and not isinstance(limit, bool) and limit >= 1 else None
+
+
+def record_path(results_dir: Path, setting: str, language: str, vision: str, limit: int | None = None) -> Path:
+    """results/<setting>/<language>__<vision>.json with '/' in model names replaced by '--'; a limited
+    run's record (`limit` set) ends in `--limit-<limit>.json` instead (model names hold no '--' of their
+    own, so no full record's name can spell it).
 
     The setting must be an id and both names model names; InvalidIdError unless the path (symlinks
     resolved) stays inside `results_dir`."""
     check_id(setting, "setting id")
     check_model_name(language, "language model name")
     check_model_name(vision, "vision model name")
-    name = f"{language}__{vision}".replace("/", "--") + ".json"
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+        raise UserError(f"a record's limit must be a positive integer, not {shown(limit)}")
+    suffix = "" if limit is None else f"--limit-{limit}"
+    name = f"{language}__{vision}".replace("/", "--") + suffix + ".json"
     contained(results_dir, setting, name)
     return Path(results_dir) / setting / name
 
 
 def write_record(results_dir: Path, record: ResultRecord) -> Path:
-    """Write atomically (fsynced temp file + rename; WriteError naming the path) and return the path.
-    JSON with indent 1, non-ASCII escaped and a trailing newline."""
-    path = record_path(results_dir, record.setting, record.language.name, record.vision.name)
+    """Write atomically (fsynced temp file + rename; WriteError naming the path) and return the path
+    (`record_path`, limited by `record_limit`). JSON with indent 1, non-ASCII escaped and a trailing
+    newline."""
+    path = record_path(results_dir, record.setting, record.language.name, record.vision.name, record_limit(record))
     return atomic_write_text(path, json.dumps(record.model_dump(mode="json"), indent=1) + "\n")
 
 
@@ -115,27 +129,32 @@ def load_records_checked(results_dir: Path) -> tuple[list[ResultRecord], list[st
     """(the valid records under `results_dir` sorted by setting then pair, one line per problem).
 
     A problem is a file that is not a valid record, or two or more files holding the same (setting,
-    language, vision): one line naming them all, and none of them is returned."""
+    language, vision, limit): one line naming them all, and none of them is returned. A limited run's
+    record on the same samples as the full record of its pair and setting (a limit that cut nothing)
+    measures the same thing: the full record is returned, not both."""
     problems: list[str] = []
-    loaded: dict[tuple[str, str, str], list[tuple[Path, ResultRecord]]] = {}
+    loaded: dict[tuple[str, str, str, int | None], list[tuple[Path, ResultRecord]]] = {}
     for path in record_files(results_dir):
         try:
             record = load_record(path)
         except UserError as exc:
             problems.append(str(exc))
             continue
-        loaded.setdefault((record.setting, record.language.name, record.vision.name), []).append((path, record))
-    records = []
-    for (setting, language, vision), found in loaded.items():
+        key = (record.setting, record.language.name, record.vision.name, record_limit(record))
+        loaded.setdefault(key, []).append((path, record))
+    same_samples: dict[tuple[str, str, str, str], ResultRecord] = {}
+    for (setting, language, vision, limit), found in sorted(loaded.items(), key=lambda kv: kv[0][3] or 0):
         if len(found) == 1:
-            records.append(found[0][1])
+            # the full record first, then the smallest limit: one record per pair on the same samples
+            same_samples.setdefault((setting, language, vision, found[0][1].dataset.fingerprint), found[0][1])
         else:
             files = ", ".join(str(p) for p, _ in found)
+            limited = "" if limit is None else f" with --limit {limit}"
             problems.append(
-                f"{len(found)} result records measure setting {setting} for {language} x {vision}: {files}; "
-                "keep one (none of them is used)"
+                f"{len(found)} result records measure setting {setting} for {language} x {vision}{limited}: "
+                f"{files}; keep one (none of them is used)"
             )
-    return sorted(records, key=lambda r: (r.setting, r.pair_id)), problems
+    return sorted(same_samples.values(), key=lambda r: (r.setting, r.pair_id)), problems
 
 
 def load_records(results_dir: Path) -> list[ResultRecord]:

@@ -169,6 +169,7 @@ def _record(config: StitchConfig, split: StitchSplit, text: tuple[ModelRef, int]
             },
             "maps": result.maps,
             "inputs": inputs,
+            **({} if config.limit is None else {"limit": config.limit}),  # its own record file (record_path)
         },
     )
 
