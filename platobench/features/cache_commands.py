@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import json
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -129,6 +130,10 @@ def _verify(args: argparse.Namespace) -> int:
         for r in report:
             print(f"{r['digest'][:12]}  {r['state']:7}  {'; '.join(r['problems'])}")
         print(f"{len(report)} checked, " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+    from platobench.encoders.packaged import stale_staging
+
+    for line in stale_staging(store.root.parent):  # folders of killed `prepare` runs beside the cache
+        print(line, file=sys.stderr if args.json else sys.stdout)
     return 1 if counts["bad"] else 0
 
 

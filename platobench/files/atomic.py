@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from platobench.errors import UserError
+from platobench.files import staging as stamped
 
 
 class WriteError(UserError):
@@ -79,6 +80,16 @@ def _folder_mode(target: Path) -> int:
     return 0o777 & ~umask
 
 
+def _clear_killed(target: Path) -> None:
+    """Remove the staging folders of `target` left by killed processes (live ones stay). A process killed
+    between the two renames of the swap left `target` absent and the previous folder in its `.old`
+    staging: that folder is put back first, so `target` is the old build until a new one swaps in."""
+    for old in stamped.stale(target.parent, target.name, ".old"):
+        if not target.exists() and (old / "previous").is_dir():
+            os.replace(old / "previous", target)
+    stamped.remove_stale(target.parent, target.name)
+
+
 @contextmanager
 def atomic_dir(target: str | Path) -> Iterator[Path]:
     """Yield an empty staging folder beside `target`; on success it replaces `target` whole.
@@ -86,11 +97,13 @@ def atomic_dir(target: str | Path) -> Iterator[Path]:
     The new folder keeps `target`'s permission bits (or the umask's default for a new one). On an
     exception the staging folder is removed and `target` is untouched. The swap is two renames
     (old out of the way, new in); between them `target` is briefly absent, never half-written.
+    Staging left beside `target` by a killed process is cleared first (`_clear_killed`).
     """
     target = Path(target)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".new"))
+        _clear_killed(target)
+        staging = stamped.make(target.parent, target.name, ".new")
     except OSError as exc:
         raise WriteError(f"cannot write {target}: {exc.strerror or exc}") from exc
     try:
@@ -99,7 +112,7 @@ def atomic_dir(target: str | Path) -> Iterator[Path]:
         os.chmod(staging, mode)  # mkdtemp makes a private (0700) folder; the result is not private
         old = None
         if target.exists():
-            old = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".old"))
+            old = stamped.make(target.parent, target.name, ".old")
             os.replace(target, old / "previous")
         os.replace(staging, target)
         if old is not None:

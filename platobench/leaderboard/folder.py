@@ -5,7 +5,8 @@ A build writes every file into a staging folder beside OUT and swaps it in at th
 it was, never a cut README.md beside an older index.html. The swap replaces OUT with everything in
 it, so an existing OUT is only replaced when it is empty, carries the marker file every build writes
 (`MARKER`), or holds nothing but what a build writes (`BUILD_FILES`, PNGs under plots/) — a build from
-before the marker. Any other folder is refused before anything is written.
+before the marker. Any other folder is refused before anything is written. Staging left beside OUT by a
+killed build is removed by the next one (platobench/files/staging.py).
 """
 
 from __future__ import annotations
