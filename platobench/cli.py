@@ -3,16 +3,21 @@
 A stage module listed in `COMMAND_MODULES` exposes `register(subparsers) -> None`, which adds its
 subcommand(s) with `subparsers.add_parser(...)` and sets `func=handler` on each parser. A handler takes
 the parsed `argparse.Namespace` and returns a process exit code.
+
+`main` prints a `UserError` as one line and exits with code 2; so too an `OSError` that names a file (a
+read-only or full platobench home, a missing folder), as `os_error_message` words it.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import sys
+from pathlib import Path
 
-from platobench import __version__
+from platobench import __version__, paths
 from platobench.errors import UserError
 from platobench.zoo import python_code, remote_code
 
@@ -49,6 +54,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def os_error_message(exc: OSError) -> str:
+    """One line for an `OSError` naming a file: the reason and the path(s); for a refused write inside
+    the platobench home, where that home comes from and how to choose another."""
+    names = [str(n) for n in (exc.filename, exc.filename2) if n is not None]
+    reason = exc.strerror or type(exc).__name__
+    message = f"{reason}: {' -> '.join(names)}"
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        home = Path(os.path.abspath(paths.home()))
+        if any(Path(os.path.abspath(n)).is_relative_to(home) for n in names):
+            where = f"from ${paths.ENV_VAR}" if os.environ.get(paths.ENV_VAR) else "the default"
+            message += (f" (in the platobench home {home}, {where}: make that folder writable, or set "
+                        f"{paths.ENV_VAR} to a writable one)")
+    return message
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -68,6 +88,11 @@ def main(argv: list[str] | None = None) -> int:
         if len(message) > MAX_ERROR_CHARS:  # errors echo input; hostile input must not flood the terminal
             message = message[:MAX_ERROR_CHARS] + f"... ({len(message) - MAX_ERROR_CHARS:,} more characters)"
         print(f"platobench {args.command}: error: {message}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        if exc.filename is None:  # no file to name: not the environment's doing, or not knowably so
+            raise
+        print(f"platobench {args.command}: error: {os_error_message(exc)}", file=sys.stderr)
         return 2
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from platobench.cli_options import add_device_option, add_json_option
+from platobench.encoders.guard import add_timeout_option
 from platobench.table import format_table
 from platobench.zoo import add_zoo_option, zoo_from_args
 
@@ -66,6 +67,7 @@ def register(subparsers: Any) -> None:
     add_device_option(p)
     p.add_argument("--batch-size", type=int, default=32, help="extraction batch size")
     p.add_argument("--workers", type=int, default=2, help="image-decoding workers")
+    add_timeout_option(p)
     p.add_argument("--skip-existing", action="store_true", help="skip any pair x setting that already has a record")
     p.add_argument("--force", action="store_true", help="recompute records even when their inputs are unchanged")
     p.add_argument("--dry-run", action="store_true",
@@ -101,6 +103,7 @@ def _run(args: argparse.Namespace) -> int:
     opts = RunOptions(
         out=args.out, limit=args.limit, device=args.device, batch_size=args.batch_size, workers=args.workers,
         force=args.force, skip_existing=args.skip_existing, progress=not args.json, yes=args.yes,
+        encoder_timeout=args.encoder_timeout,
     )
     store = FeatureStore()
     if args.dry_run:

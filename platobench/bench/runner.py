@@ -48,6 +48,7 @@ class RunOptions:
     skip_existing: bool = False
     progress: bool = True
     yes: bool = False  # run even when the statistics are estimated above `cost.CONFIRM_S`
+    encoder_timeout: float | None = None  # seconds per call into an encoder (0: none; None: guard.limit_for's default)
 
 
 @dataclass
@@ -282,6 +283,7 @@ def execute(
                 entries[k], _ = extract(
                     spec, data, store=store, prompt=prompt, texts=texts, device=opts.device,
                     batch_size=opts.batch_size, num_workers=opts.workers, progress=opts.progress,
+                    encoder_timeout=opts.encoder_timeout,
                 )
             except Exception as exc:  # one model failing must not stop the others
                 entries[k] = exc

@@ -30,7 +30,8 @@ import json
 import shlex
 import sys
 import time
-from contextlib import AbstractContextManager
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,6 +43,7 @@ from platobench.bench.settings import Catalog
 from platobench.bench.submit_ranks import board_records, no_peers_hint, rank_line, reference, standings
 from platobench.cli_options import add_device_option, add_json_option
 from platobench.data import DEFAULT_PAIRED, get_dataset
+from platobench.encoders.guard import add_timeout_option
 from platobench.errors import UserError
 from platobench.leaderboard.consistency import consistent_records
 from platobench.results import load_record, load_records, record_path
@@ -99,12 +101,13 @@ class MockReport:
         return {**self.__dict__, "flags": [flag.as_dict() for flag in self.flags], "warnings": self.warnings}
 
 
-def _encode(encoder: Any, dataset: Any, n: int, caption_index: int) -> list[torch.Tensor]:
+def _encode(encoder: Any, dataset: Any, n: int, caption_index: int, encoder_timeout: float | None
+            ) -> list[torch.Tensor]:
     from platobench.features.extract import encode_images, encode_texts
 
     if encoder.spec.modality == "text":
-        return encode_texts(encoder, dataset.captions(caption_index)[:n], batch_size=n)
-    return encode_images(encoder, dataset, range(n), batch_size=n, num_workers=0)
+        return encode_texts(encoder, dataset.captions(caption_index)[:n], batch_size=n, encoder_timeout=encoder_timeout)
+    return encode_images(encoder, dataset, range(n), batch_size=n, num_workers=0, encoder_timeout=encoder_timeout)
 
 
 def check_outputs(spec: ModelSpec, encoder: Any, first: list[torch.Tensor], second: list[torch.Tensor],
@@ -154,28 +157,46 @@ def check_outputs(spec: ModelSpec, encoder: Any, first: list[torch.Tensor], seco
     return worst, flags
 
 
+@contextmanager
+def mock_step(name: str, what: str) -> Iterator[None]:
+    """A problem of the block (`what` the mock pass of model `name` does) as one UserError "mock pass of
+    NAME failed: ..." naming it: the encoder's output errors, exit and time limit (platobench.encoders.guard)
+    with their own message, any other exception but a UserError as "WHAT raised TYPE: TEXT (at FILE:LINE)"."""
+    from platobench.encoders.base import EncoderOutputError
+    from platobench.encoders.guard import EncoderCallError, raised
+    from platobench.features.extract import NonFiniteActivations
+
+    try:
+        yield
+    except (NonFiniteActivations, EncoderOutputError, EncoderCallError) as exc:
+        raise UserError(f"mock pass of {name} failed: {exc}") from None
+    except UserError:
+        raise
+    except Exception as exc:  # the encoder's own failure: named, not a traceback
+        raise UserError(f"mock pass of {name} failed: {what} raised {raised(exc)}") from exc
+
+
 def mock_pass(spec: ModelSpec, dataset: str = DEFAULT_PAIRED, *, caption_index: int = 0, samples: int = MOCK_SAMPLES,
-              device: str = "cpu") -> MockReport:
+              device: str = "cpu", encoder_timeout: float | None = None) -> MockReport:
     """Load the encoder and encode the first `samples` samples of paired `dataset` (captions or images)
-    twice; UserError listing every problem found (see `check_outputs`)."""
+    twice (`encoder_timeout`: seconds per call into the encoder, see platobench.encoders.guard); UserError
+    listing every problem found (see `check_outputs`), or naming what failed (`mock_step`)."""
     import torch
 
     from platobench.encoders import load_encoder
-    from platobench.encoders.base import EncoderOutputError
-    from platobench.features.extract import NonFiniteActivations, note_limit
+    from platobench.features.extract import check_nonzero_widths, note_limit
 
     t0 = time.perf_counter()
     data = get_dataset(dataset, limit=samples)
     if len(data) < samples:
         note_limit(samples, data, "--mock-samples")
         samples = len(data)
-    try:
-        encoder = load_encoder(spec, device=device)  # a simple-protocol encoder is probed (and checked) here
-        with torch.no_grad():
-            first = _encode(encoder, data, samples, caption_index)
-            second = _encode(encoder, data, samples, caption_index)
-    except (NonFiniteActivations, EncoderOutputError) as exc:
-        raise UserError(f"mock pass of {spec.name} failed: {exc}") from None
+    with mock_step(spec.name, "loading the encoder"):  # a simple-protocol encoder is probed (and checked) here
+        encoder = load_encoder(spec, device=device, encoder_timeout=encoder_timeout)
+        check_nonzero_widths(spec.name, encoder.layer_ids, encoder.widths)
+    with mock_step(spec.name, "encode"), torch.no_grad():
+        first = _encode(encoder, data, samples, caption_index, encoder_timeout)
+        second = _encode(encoder, data, samples, caption_index, encoder_timeout)
     worst, flags = check_outputs(spec, encoder, first, second, samples)
     return MockReport(spec.name, samples, list(encoder.layer_ids), list(encoder.widths), worst,
                       round(time.perf_counter() - t0, 3), flags)
@@ -225,6 +246,7 @@ def register(subparsers: Any) -> None:
                    help=f"samples of the mock pass (default {MOCK_SAMPLES}; the zero / duplicate row counts are over these)")
     p.add_argument("--mock-only", action="store_true", help="stop after validation and the mock pass")
     add_device_option(p)
+    add_timeout_option(p)
     p.add_argument("--batch-size", type=int, default=32, help="extraction batch size")
     add_json_option(p, what="the mock pass, run summary and ranks")
     add_catalog_options(p)
@@ -260,7 +282,7 @@ def _mock_and_score(args: argparse.Namespace, catalog: Catalog, settings: list[S
     for spec in submitted:
         mocks.append(mock_pass(spec, paired.dataset if paired else DEFAULT_PAIRED,
                                caption_index=paired.caption_index if paired else 0, samples=args.mock_samples,
-                               device=args.device))
+                               device=args.device, encoder_timeout=args.encoder_timeout))
         say(f"mock pass of {spec.name}: ok ({len(mocks[-1].layers)} layers, widths {sorted(set(mocks[-1].widths))}, "
             f"repeat diff {mocks[-1].max_repeat_diff:.1e})")
         for warning in mocks[-1].warnings:
@@ -274,7 +296,7 @@ def _mock_and_score(args: argparse.Namespace, catalog: Catalog, settings: list[S
             for spec in submitted for ref in references(spec, args.pairs, catalog, zoo) for s in settings]
     say(f"scoring {len(jobs)} pair x setting records -> {args.out}")
     opts = RunOptions(out=args.out, limit=args.limit, device=args.device, batch_size=args.batch_size,
-                      progress=not args.json)
+                      progress=not args.json, encoder_timeout=args.encoder_timeout)
     summary: RunSummary = execute(jobs, opts, FeatureStore())
     records, contradictions = consistent_records(load_records(args.out))
     for problem in contradictions:

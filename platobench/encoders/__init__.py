@@ -60,7 +60,8 @@ def layer_count_of(spec: ModelSpec) -> int | None:
 
 
 def load_encoder(
-    spec: ModelSpec, *, device: str | torch.device = "cpu", dtype: str | None = None, home: Path | None = None
+    spec: ModelSpec, *, device: str | torch.device = "cpu", dtype: str | None = None, home: Path | None = None,
+    encoder_timeout: float | None = None,
 ) -> TextEncoder | VisionEncoder:
     """Load the model a spec names, ready to encode.
 
@@ -68,13 +69,18 @@ def load_encoder(
     dtype policy ("auto", "float32", "bfloat16", "float16"). home: cache root for packaged assets
     (default `platobench.paths.home()`). A "python" spec's "module:name" is a class or object with
     `encode(texts or images) -> [N, L, D]`, or a function (spec, device=, dtype=, home=) returning an
-    encoder (see platobench.encoders.python_loader).
+    encoder (see platobench.encoders.python_loader). Loading runs under `platobench.encoders.guard.encoder_call`:
+    printed output on stderr, sys.exit an EncoderExitError, and a time limit (`encoder_timeout` seconds, 0
+    none; None: the default of `guard.limit_for`, which limits `loader: python` entries only).
     """
+    from platobench.encoders.guard import encoder_call, limit_for
     from platobench.encoders.runtime import quiet_weight_loading, resolve_device
 
     dev = resolve_device(device)
+    limit = limit_for(spec.loader, encoder_timeout)
     module = importlib.import_module(LOADER_MODULES[spec.loader])
-    with quiet_weight_loading():  # transformers' loading bars would nest inside extraction's own bar
+    # transformers' loading bars would nest inside extraction's own bar
+    with encoder_call(spec.name, "loading the encoder", limit), quiet_weight_loading():
         return module.load(spec, device=dev, dtype=dtype, home=home)
 
 

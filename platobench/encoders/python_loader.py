@@ -12,8 +12,9 @@ array is one layer (`num_layers: 0`); a list of L arrays [N, D_l] gives layers o
 Optional: `token_lengths(texts) -> list[int]` orders texts into length buckets (default: characters);
 the encoder does its own tokenisation and picks its own device. platobench batches the inputs, converts
 the output to float32 on the CPU, keeps the layers the entry selects (`layers:`) and checks every call
-(`SimpleEncodeError` subclasses, one line each): the output is not an array of real numbers, has another
-rank, another N, another L, NaN/inf, or widths other than those of the probe call made at load time.
+(`SimpleEncodeError` subclasses, one line each): the output is not an array of real numbers (a tensor on
+the meta device holds none), has another rank, another N, another L, a layer of width 0, NaN/inf, or
+widths other than those of the probe call made at load time.
 
 The internal protocol still works: `name` is a function called as (spec, device=, dtype=, home=) that
 returns a `TextEncoder` / `VisionEncoder` (see platobench.encoders.base) or an object of the simple
@@ -70,6 +71,10 @@ class EncodeLayerCountError(SimpleEncodeError):
     """The output has another number of layers than num_layers + 1."""
 
 
+class EncodeEmptyLayerError(SimpleEncodeError):
+    """A layer has width 0 (no feature)."""
+
+
 class EncodeNonFiniteError(SimpleEncodeError):
     """The output holds NaN or inf (after conversion to float32)."""
 
@@ -89,6 +94,9 @@ def _as_tensor(model: str, value: Any, what: str) -> torch.Tensor:
     if isinstance(value, torch.Tensor):
         if value.is_complex() or value.dtype == torch.bool:
             raise EncodeTypeError(f"model {model}: {what} has dtype {value.dtype}; expected real numbers")
+        if value.is_meta:
+            raise EncodeTypeError(f"model {model}: {what} is a tensor on the meta device (a shape without data: "
+                                  "were the weights never loaded?); expected computed features")
         return value.detach()
     try:
         array = np.asarray(value)
@@ -125,6 +133,10 @@ def output_layers(model: str, out: Any, n: int, num_layers: int) -> list[torch.T
         raise EncodeLayerCountError(
             f"model {model}: encode returned {len(layers)} layers but the entry's num_layers: {num_layers} needs "
             f"{num_layers + 1} (layer 0 plus num_layers); set num_layers: {len(layers) - 1}")
+    empty = next((i for i, t in enumerate(layers) if t.shape[1] == 0), None)
+    if empty is not None:
+        raise EncodeEmptyLayerError(f"model {model}: layer {empty} of encode's output has width 0 (shape "
+                                    f"{tuple(layers[empty].shape)}); every layer needs at least one feature")
     layers = [to_output(t) for t in layers]
     bad = next((i for i, t in enumerate(layers) if not torch.isfinite(t).all()), None)
     if bad is not None:

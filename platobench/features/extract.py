@@ -28,6 +28,7 @@ from tqdm.auto import tqdm
 
 from platobench.encoders import layer_ids_of, load_encoder, packaged, python_source
 from platobench.encoders.base import EncoderOutputError
+from platobench.encoders.guard import encoder_call, limit_for
 from platobench.encoders.runtime import resolve_device, resolve_dtype
 from platobench.errors import UserError
 from platobench.features.slices import reuse_superset
@@ -88,13 +89,25 @@ def _is_oom(exc: BaseException) -> bool:
 
 
 def check_layer_count(model: str, layer_ids: Sequence[int], outputs: Sequence[torch.Tensor]) -> None:
-    """EncoderOutputError unless `encode` returned one tensor per declared layer."""
+    """EncoderOutputError unless `encode` returned one tensor with data (not on the meta device) per
+    declared layer."""
     if not isinstance(outputs, (list, tuple)) or not all(isinstance(o, torch.Tensor) for o in outputs):
         raise EncoderOutputError(f"model {model}: encode returned {type(outputs).__name__}, expected a list of "
                                  f"{len(layer_ids)} tensors (one [batch, width] tensor per layer)")
     if len(outputs) != len(layer_ids):
         raise EncoderOutputError(f"model {model}: encode returned {len(outputs)} tensors for {len(layer_ids)} "
                                  "layers; it must return one [batch, width] tensor per layer")
+    meta = next((layer for layer, o in zip(layer_ids, outputs) if o.is_meta), None)
+    if meta is not None:
+        raise EncoderOutputError(f"model {model}: layer {meta} is a tensor on the meta device (a shape without "
+                                 "data: were the weights never loaded?); encode must return computed features")
+
+
+def check_nonzero_widths(model: str, layer_ids: Sequence[int], widths: Sequence[int]) -> None:
+    """EncoderOutputError naming the first layer an encoder declares of width 0 (no feature)."""
+    empty = next((layer for layer, width in zip(layer_ids, widths) if width < 1), None)
+    if empty is not None:
+        raise EncoderOutputError(f"model {model}: layer {empty} has width 0; every layer needs at least one feature")
 
 
 def check_widths(model: str, layer_ids: Sequence[int], widths: Sequence[int], outputs: Sequence[torch.Tensor],
@@ -148,13 +161,21 @@ def length_buckets(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
     return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
 
 
-def encode_texts(encoder: Any, texts: Sequence[str], batch_size: int) -> list[torch.Tensor]:
-    """Per layer [len(texts), D_l] float32, in the order of `texts` (length-bucketed batches)."""
-    lengths = encoder.token_lengths(list(texts))
+def encode_texts(encoder: Any, texts: Sequence[str], batch_size: int, encoder_timeout: float | None = None
+                 ) -> list[torch.Tensor]:
+    """Per layer [len(texts), D_l] float32, in the order of `texts` (length-bucketed batches). Every call
+    into the encoder runs under `encoder_call`, with the limit `limit_for` gives `encoder_timeout`."""
+    name, limit = encoder.spec.name, limit_for(getattr(encoder.spec, "loader", None), encoder_timeout)
+    with encoder_call(name, f"token_lengths of {len(texts)} texts", limit):
+        lengths = encoder.token_lengths(list(texts))
     order = [i for bucket in length_buckets(lengths, len(texts)) for i in bucket]
+    calls = 0
 
     def run(batch: list[int]) -> list[torch.Tensor]:
-        outs = encoder.encode(encoder.tokenize([texts[i] for i in batch]))
+        nonlocal calls
+        calls += 1
+        with encoder_call(name, f"encode of batch {calls} ({len(batch)} texts)", limit):
+            outs = encoder.encode(encoder.tokenize([texts[i] for i in batch]))
         check_layer_count(encoder.spec.name, encoder.layer_ids, outs)
         check_finite(encoder.spec.name, encoder.layer_ids, outs)
         return outs
@@ -180,18 +201,31 @@ class _ImageView(Dataset):
 
 
 def encode_images(
-    encoder: Any, dataset: Any, positions: Sequence[int], batch_size: int, num_workers: int
+    encoder: Any, dataset: Any, positions: Sequence[int], batch_size: int, num_workers: int,
+    encoder_timeout: float | None = None,
 ) -> list[torch.Tensor]:
-    """Per layer [len(positions), D_l] float32 for the images at `positions` of `dataset`."""
+    """Per layer [len(positions), D_l] float32 for the images at `positions` of `dataset`. Reading a batch
+    (the encoder's transform) and every encode call run under `encoder_call`, with the limit `limit_for`
+    gives `encoder_timeout`."""
+    name, limit = encoder.spec.name, limit_for(getattr(encoder.spec, "loader", None), encoder_timeout)
     loader = DataLoader(
         _ImageView(dataset, positions, encoder.transform), batch_size=batch_size, shuffle=False,
         num_workers=num_workers, persistent_workers=False,
         collate_fn=getattr(encoder, "collate", None),  # simple-protocol encoders batch PIL images as a list
     )
     per_batch: list[list[torch.Tensor]] = []
-    for pixels in loader:
+    with encoder_call(name, "starting the image loader", limit):  # workers fork here: their output too goes to stderr
+        batches = iter(loader)
+    calls = 0
+    for number in range(1, len(loader) + 1):
+        with encoder_call(name, f"the transform of image batch {number}", limit):
+            pixels = next(batches)
+
         def run(rows: list[int], pixels: torch.Tensor = pixels) -> list[torch.Tensor]:
-            outs = encoder.encode(pixels[rows])
+            nonlocal calls
+            calls += 1
+            with encoder_call(name, f"encode of batch {calls} ({len(rows)} images)", limit):
+                outs = encoder.encode(pixels[rows])
             check_layer_count(encoder.spec.name, encoder.layer_ids, outs)
             check_finite(encoder.spec.name, encoder.layer_ids, outs)
             return outs
@@ -312,6 +346,7 @@ def extract(
     num_workers: int = 2,
     progress: bool = True,
     home: Path | None = None,
+    encoder_timeout: float | None = None,
 ) -> tuple[FeatureEntry, ExtractReport]:
     """Features of every sample of `dataset` under `spec`, from the cache or computed now (and cached).
 
@@ -319,7 +354,9 @@ def extract(
     `prompt` ("caption:<index>"); vision models read the images. A warm cache loads no model at all, and
     neither does a limited dataset whose samples are the first ones of a cached entry of the same model
     and dataset: those rows are copied into an entry of their own (`slices`; the report's `sliced_from`
-    names the source). Returns the entry (lazy per-layer [N, D_l] tensors) and the report `--json` prints."""
+    names the source). Loading the encoder and each batch run under `platobench.encoders.guard.encoder_call`
+    (`encoder_timeout`: seconds per call, 0 none, None the default of `limit_for`). Returns the entry (lazy
+    per-layer [N, D_l] tensors) and the report `--json` prints."""
     check_extract_options(batch_size=batch_size, chunk_size=chunk_size, num_workers=num_workers)
     t0 = time.perf_counter()
     state = parallel_state(device)
@@ -332,7 +369,7 @@ def extract(
         entry = reuse_superset(store, key, dataset.ids, say=state is None or state.is_main_process)
     cached = entry is not None
     if entry is None:
-        encoder = load_encoder(spec, device=dev, dtype=dtype, home=home)
+        encoder = load_encoder(spec, device=dev, dtype=dtype, home=home, encoder_timeout=encoder_timeout)
         if list(encoder.layer_ids) != list(key.layers):
             raise UserError(
                 f"model {spec.name}: loaded model has layers {shown(list(encoder.layer_ids))} "
@@ -342,13 +379,14 @@ def extract(
             raise EncoderOutputError(
                 f"model {spec.name}: {len(encoder.widths)} widths declared for {len(encoder.layer_ids)} layers"
             )
+        check_nonzero_widths(spec.name, encoder.layer_ids, encoder.widths)
         all_texts = _texts_for(dataset, prompt, texts) if spec.modality == "text" else None
 
         def encode_chunk(start: int, stop: int) -> list[torch.Tensor]:
             if all_texts is not None:
-                outs = encode_texts(encoder, all_texts[start:stop], batch_size)
+                outs = encode_texts(encoder, all_texts[start:stop], batch_size, encoder_timeout)
             else:
-                outs = encode_images(encoder, dataset, range(start, stop), batch_size, num_workers)
+                outs = encode_images(encoder, dataset, range(start, stop), batch_size, num_workers, encoder_timeout)
             check_widths(spec.name, encoder.layer_ids, encoder.widths, outs, stop - start)
             return outs
 
@@ -410,11 +448,11 @@ def _write_entry(store: FeatureStore, key: FeatureKey, dataset: Any, encoder: An
     n = len(dataset)
     with store.writer(key, dataset.ids, encoder.layer_ids, encoder.widths) as writer:
         pending = writer.pending(chunk_size)
-        bar = _bar(n, n - sum(b - a for a, b in pending), encoder.spec.name, dataset.name, progress)
-        for start, stop in pending:
-            writer.write_chunk(start, encode_chunk(start, stop))
-            bar.update(stop - start)
-        bar.close()
+        # closed on an error too: the error's line then starts a line of its own
+        with _bar(n, n - sum(b - a for a, b in pending), encoder.spec.name, dataset.name, progress) as bar:
+            for start, stop in pending:
+                writer.write_chunk(start, encode_chunk(start, stop))
+                bar.update(stop - start)
         return writer.finalize()
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from platobench.cli_options import add_device_option, add_json_option
 from platobench.dtypes import DTYPE_NAMES
+from platobench.encoders.guard import add_timeout_option
 from platobench.errors import UserError
 from platobench.zoo import add_zoo_option, zoo_from_args
 
@@ -34,6 +35,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--chunk-size", type=int, default=256, help="samples per cached chunk (unit of resumption)")
     p.add_argument("--workers", type=int, default=2, help="DataLoader workers decoding images (0: in the main process)")
     add_device_option(p)
+    add_timeout_option(p)
     p.add_argument("--dtype", default=None, help=f"override the zoo's dtype policy: auto, {', '.join(DTYPE_NAMES)}")
     add_json_option(p, what="one object per model (path, n, layers, widths, cached, seconds)")
     add_zoo_option(p, loads_models=True)
@@ -61,6 +63,7 @@ def _run(args: argparse.Namespace) -> int:
         _, report = extract(
             spec, dataset, store=store, prompt=f"caption:{args.caption_index}", device=args.device, dtype=args.dtype,
             batch_size=args.batch_size, chunk_size=args.chunk_size, num_workers=args.workers, progress=not args.json,
+            encoder_timeout=args.encoder_timeout,
         )
         if args.json:
             print(json.dumps(report.as_dict()))

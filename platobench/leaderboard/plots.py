@@ -216,6 +216,13 @@ def _baselines(ax: Any, flat: list[ResultRecord], x_label: float) -> list[Any]:
             Patch(color="tab:olive", alpha=0.2, label="baseline: range over vision models")]
 
 
+def has_size(record: ResultRecord) -> bool:
+    """The record's language model has a parameter count a log axis can place (finite and > 0; records
+    are validated so, this guards records built without validation)."""
+    size = record.language.params_m
+    return size is not None and bool(np.isfinite(size)) and size > 0
+
+
 def size_figure(records: list[ResultRecord]) -> tuple[Figure | None, list[str]]:
     """Score against language-model parameters (log x, one plain tick per language model) with the
     record's CI as error bar, one colour per vision model (points of one size side by side) and one marker
@@ -224,12 +231,12 @@ def size_figure(records: list[ResultRecord]) -> tuple[Figure | None, list[str]]:
     means nothing for it) with a band over its range, labelled directly at the right; the chance level and
     the permutation-null mean are drawn as reference lines and the y range holds them and every CI end
     (`y_limits`). Returns (the figure, or None when no point remains; names of language models left out
-    because their record has no parameter count or no finite score)."""
+    because their record has no usable parameter count, `has_size`, or no finite score)."""
     flat = [r for r in records if is_baseline(r.language.name) and np.isfinite(r.score)]
     records_real = [r for r in records if not is_baseline(r.language.name)]
-    left_out = sorted({r.language.name for r in records_real if r.language.params_m is None or not np.isfinite(r.score)})
+    left_out = sorted({r.language.name for r in records_real if not has_size(r) or not np.isfinite(r.score)})
     plotted = sorted(
-        (r for r in records_real if r.language.params_m is not None and np.isfinite(r.score)),
+        (r for r in records_real if has_size(r) and np.isfinite(r.score)),
         key=lambda r: (r.vision.name, r.language.kind or "?", r.language.params_m, r.score, r.language.name),
     )
     if not plotted:

@@ -52,7 +52,7 @@ class _Strict(BaseModel):
 class ModelRef(_Strict):
     name: ModelName
     revision: str | None = None
-    params_m: Number | None = None
+    params_m: Number | None = Field(default=None, gt=0, allow_inf_nan=False)  # the plots put it on a log axis
     kind: str | None = None
 
 

@@ -88,7 +88,7 @@ class ModelSpec(pydantic.BaseModel):
     max_tokens: StrictInt | None = Field(default=None, gt=0, le=1 << 20)
     num_layers: StrictInt | None = Field(default=None, ge=0, le=MAX_NUM_LAYERS)
     width: StrictInt | None = Field(default=None, gt=0, le=MAX_WIDTH)
-    params_m: StrictFloat | None = Field(default=None, gt=0, le=MAX_PARAMS_M)
+    params_m: StrictFloat | None = Field(default=None, gt=0, le=MAX_PARAMS_M, allow_inf_nan=False)
     license: str | None = None
     trust_remote_code: StrictBool = False
     notes: str = ""
