@@ -38,6 +38,7 @@ from pathlib import Path
 from filelock import FileLock
 
 from platobench.errors import UserError
+from platobench.files.atomic import new_temp
 from platobench.paths import models_dir
 
 MARKER = "platobench_asset.json"
@@ -296,7 +297,7 @@ def prepare(asset_id: str, home: Path | None = None, *, force: bool = False) -> 
         if (target / MARKER).is_file() and not force:
             return target
         scratch = Path(tempfile.mkdtemp(prefix=f".{asset.id}-src-", dir=target.parent))
-        staging = Path(tempfile.mkdtemp(prefix=f".{asset.id}-", dir=target.parent))
+        staging = new_temp(target.parent, asset.id, ".new", folder=True)  # not private, unlike mkdtemp
         try:
             source = source_file(asset, scratch)
             digest = sha256_of(source)
