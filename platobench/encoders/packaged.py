@@ -430,7 +430,7 @@ def prepare(asset_id: str, home: Path | None = None, *, force: bool = False) -> 
         if not force and _check(asset, target, home):
             return target
         scratch = staging.make(target.parent, f"{asset.id}-src")
-        work = staging.make(target.parent, asset.id)
+        work = staging.make(target.parent, asset.id, shared=True)  # becomes the prepared folder: not private
         try:
             source = source_file(asset, scratch)
             digest = sha256_of(source)

@@ -14,7 +14,16 @@ reader sees a file whole or not at all, and an entry is complete exactly when it
 killed at any point (kill -9 included) leaves finished chunks that the next writer reuses once their
 bytes match the sha256 in their names (`writer.EntryWriter`); the flock is released by the kernel.
 Files are read with `safetensors` (never pickle); a layer's sha256 is checked against the manifest
-every time it is loaded, so a corrupted file is never used.
+every time it is loaded, so a corrupted file is never used. A manifest is only sound when its ids hash
+to the key's `ids_hash` and its key to the digest, so reordered ids make a corrupt entry, not a pairing
+error later.
+
+The store never reads, writes or deletes through a symbolic link below its root: a shard folder, lock
+file, entry folder or anything in an entry that is a link makes reading and writing that entry fail with
+`CacheLinkError` naming the link (`cache list` shows it corrupt, `cache verify` says why, `cache rm`
+deletes an entry folder's link, never what it points to). The root itself may be a link (a cache moved
+to another disk). The checks are made before each use, not held across it (no protection against a
+process swapping in a link meanwhile).
 """
 
 from __future__ import annotations
@@ -48,6 +57,10 @@ CHUNK_NAME = re.compile(r"^chunk-(\d{9})-(\d{9})-([0-9a-f]{64})\.safetensors$")
 
 class CorruptEntryError(UserError):
     """A cache file does not match its manifest (truncated, modified): the entry must be recomputed."""
+
+
+class CacheLinkError(UserError):
+    """A path inside the features cache is a symbolic link, which the cache never follows."""
 
 
 class SampleMismatchError(UserError):
@@ -109,8 +122,7 @@ class FeatureKey:
 
     def digest(self) -> str:
         """sha256 (hex) of the canonical JSON of every field."""
-        payload = json.dumps(self.as_dict(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+        return _key_digest(self.as_dict())
 
     @classmethod
     def for_dataset(cls, dataset: Any, **fields: Any) -> FeatureKey:
@@ -156,10 +168,17 @@ def file_sha256(path: Path) -> str:
         return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
+def _key_digest(key: dict[str, Any]) -> str:
+    """`FeatureKey.digest()` of a key as stored (`FeatureKey.as_dict()`)."""
+    payload = json.dumps(key, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
 def manifest_problem(manifest: Any, digest: str) -> str | None:
     """What makes `manifest` unusable for entry `digest` (None when its structure is sound): it must be
-    this format and digest, hold n >= 1 ids, one width and one file record per layer id, and name the
-    layer files `layer-<i>.safetensors` of its own folder."""
+    this format and digest, hold n >= 1 ids that hash to its key's `ids_hash`, a key that hashes to the
+    digest, one width and one file record per layer id, and name the layer files `layer-<i>.safetensors`
+    of its own folder."""
     if not isinstance(manifest, dict):
         return "not a JSON object"
     if manifest.get("format") != FORMAT_VERSION or manifest.get("digest") != digest:
@@ -173,6 +192,10 @@ def manifest_problem(manifest: Any, digest: str) -> str | None:
         return "a field is missing (n, ids, files, layer_ids, widths, key or dtype)"
     if not isinstance(n, int) or n < 1 or not isinstance(ids, list) or len(ids) != n:
         return "n and ids disagree"
+    if not all(isinstance(x, str) for x in ids) or ids_hash(ids) != manifest["key"].get("ids_hash"):
+        return "the ids do not match the key's ids_hash (reordered or edited)"
+    if _key_digest(manifest["key"]) != digest:
+        return "the key does not hash to the digest (edited)"
     if not all(isinstance(x, list) for x in (files, layer_ids, widths)) or not (
         len(files) == len(layer_ids) == len(widths) > 0
     ):
@@ -304,7 +327,8 @@ def check_same_samples(a: FeatureEntry, b: FeatureEntry) -> None:
 @dataclass(frozen=True)
 class EntryStatus:
     """One folder of the store as `cache ls` shows it: `state` is "complete", "partial" or "corrupt" (a
-    manifest that cannot be read or is invalid; key, n, layers and rows_done are then empty/0)."""
+    manifest that cannot be read or is invalid, or a symbolic link in the entry; key, n, layers and
+    rows_done are then empty/0)."""
 
     digest: str
     state: str
@@ -334,8 +358,9 @@ class FeatureStore:
     def get(self, key: FeatureKey, *, deep: bool = False) -> FeatureEntry | None:
         """The complete entry for `key`, or None. Checked: manifest and key, every file's exact size and
         safetensors header (so a truncated file means "absent", to be recomputed); `deep` also checks
-        every sha256 (which loading a layer always does)."""
+        every sha256 (which loading a layer always does). CacheLinkError when the entry has a link."""
         digest = key.digest()
+        self.refuse_links(digest)
         entry = self._load(digest)
         if entry is None or entry.manifest.get("key") != key.as_dict():
             return None
@@ -343,8 +368,39 @@ class FeatureStore:
             return None
         return entry
 
-    def _read_manifest(self, digest: str) -> tuple[dict[str, Any] | None, str | None]:
-        """(manifest, None) when entry `digest` has a structurally sound manifest, else (None, why)."""
+    def links(self, digest: str) -> list[Path]:
+        """The symbolic links among what the store uses of entry `digest` (lstat, never followed): its
+        shard folder, lock files and entry folder, else everything in the entry folder and its partial/."""
+        shard, entry = self.root / digest[:2], self.entry_dir(digest)
+        outer = [shard] if shard.is_symlink() else [
+            p for p in (shard / f"{digest}.lock", shard / f"{digest}.lock.owner", entry) if p.is_symlink()
+        ]
+        if outer or not entry.is_dir():
+            return outer
+        inner = sorted(entry.iterdir())
+        if (entry / "partial") in inner and not (entry / "partial").is_symlink():
+            inner += sorted((entry / "partial").iterdir())
+        return [p for p in inner if p.is_symlink()]
+
+    def _link_problem(self, link: Path, digest: str) -> str:
+        entry = self.entry_dir(digest)
+        fix = (f"`platobench cache rm {digest[:12]}` deletes the link, never what it points to"
+               if link == entry or entry in link.parents else f"delete the link itself (rm {link})")
+        return (f"features cache: {link} is a symbolic link, which the cache never follows (it would read "
+                f"or overwrite what the link points to); {fix}")
+
+    def refuse_links(self, digest: str) -> None:
+        """CacheLinkError naming the first symbolic link of entry `digest` (`links`), if it has one."""
+        links = self.links(digest)
+        if links:
+            raise CacheLinkError(self._link_problem(links[0], digest))
+
+    def read_manifest(self, digest: str) -> tuple[dict[str, Any] | None, str | None]:
+        """(manifest, None) when entry `digest` has a structurally sound manifest and no symbolic link,
+        else (None, why)."""
+        links = self.links(digest)
+        if links:
+            return None, self._link_problem(links[0], digest)
         try:
             manifest = json.loads((self.entry_dir(digest) / "manifest.json").read_text("utf-8"))
         except FileNotFoundError:
@@ -358,7 +414,7 @@ class FeatureStore:
         """The entry when its manifest is sound and every layer file has the recorded size and a
         safetensors header of shape [n, width] (cheap: no checksum), else None."""
         path = self.entry_dir(digest)
-        manifest, _ = self._read_manifest(digest)
+        manifest, _ = self.read_manifest(digest)
         if manifest is None:
             return None
         for info, width in zip(manifest["files"], manifest["widths"]):
@@ -373,7 +429,7 @@ class FeatureStore:
 
     def find(self, match: Callable[[dict[str, Any]], bool]) -> list[FeatureEntry]:
         """Complete entries whose sound manifest satisfies `match` and whose files pass `get`'s cheap checks."""
-        manifests = ((d.name, self._read_manifest(d.name)[0]) for d in self._dirs())
+        manifests = ((d.name, self.read_manifest(d.name)[0]) for d in self._dirs())
         loaded = (self._load(digest) for digest, m in manifests if m is not None and match(m))
         return [e for e in loaded if e is not None]
 
@@ -407,9 +463,12 @@ class FeatureStore:
         manifest nor a readable plan is skipped."""
         out = []
         for d in self._dirs():
+            if self.links(d.name):  # nothing is read through a link
+                out.append(EntryStatus(d.name, "corrupt", d, {}, 0, 0, "?", 0, 0))
+                continue
             size = sum(f.stat().st_size for f in d.rglob("*") if f.is_file())
             if (d / "manifest.json").exists():
-                m, _ = self._read_manifest(d.name)
+                m, _ = self.read_manifest(d.name)
                 if m is None:
                     out.append(EntryStatus(d.name, "corrupt", d, {}, 0, 0, "?", size, 0))
                 else:
@@ -438,7 +497,7 @@ class FeatureStore:
 
     def verify(self, digest: str) -> list[str]:
         """Problems of entry `digest` after reading every file ([] when sound)."""
-        manifest, why = self._read_manifest(digest)
+        manifest, why = self.read_manifest(digest)
         if manifest is None:
             return [str(why)]
         problems = FeatureEntry(self.entry_dir(digest), manifest).verify()
@@ -449,12 +508,18 @@ class FeatureStore:
     def remove(self, digest: str, *, lock_timeout: float = -1) -> None:
         """Delete entry `digest` (waits for its writer's lock; the folder is renamed away first, so a
         reader never sees half of it). The lock file stays: unlinking a lock others may wait on would
-        let two writers hold "the" lock at once."""
+        let two writers hold "the" lock at once. An entry folder that is a symbolic link loses the link
+        alone (links inside the folder too); CacheLinkError when the shard folder or a lock file is one."""
         path = self.entry_dir(digest)
+        outside = [p for p in self.links(digest) if p != path and path not in p.parents]
+        if outside:
+            raise CacheLinkError(self._link_problem(outside[0], digest))
         lock = EntryLock(path.parent, digest)
         lock.acquire(lock_timeout)
         try:
-            if path.exists():
+            if path.is_symlink():
+                path.unlink()
+            elif path.exists():
                 trash = path.parent / f".{digest}.removing-{os.getpid()}"
                 os.replace(path, trash)
                 shutil.rmtree(trash)

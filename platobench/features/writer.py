@@ -97,6 +97,7 @@ class EntryWriter:
         }
         self.n = len(ids)
         self._torch_dtype = torch_dtype(dtype)
+        store.refuse_links(self.digest)  # again under the lock, by `store.get`
         self.dir.parent.mkdir(parents=True, exist_ok=True)
         self._lock = EntryLock(self.dir.parent, self.digest, self.label)
         self._lock.acquire(lock_timeout)
@@ -112,7 +113,11 @@ class EntryWriter:
 
     # setup ------------------------------------------------------------------------------------------
     def _prepare(self) -> None:
-        (self.dir / "manifest.json").unlink(missing_ok=True)  # an unusable old entry is rewritten whole
+        if (self.dir / "manifest.json").exists():  # an unusable old entry is rewritten whole
+            _, why = self.store.read_manifest(self.digest)
+            if why is not None:
+                print(f"cache entry {self.label}: {why}; recomputing it", file=sys.stderr, flush=True)
+            (self.dir / "manifest.json").unlink(missing_ok=True)
         for old in self.dir.glob("layer-*.safetensors"):
             old.unlink()
         plan_file = self.partial / "plan.json"

@@ -1,15 +1,19 @@
 """Atomic writes: a reader sees the old file or the new one, never a prefix of either.
 
 Every writer goes through a temporary file in the target's folder, `fsync`, `os.replace` and an fsync
-of the folder; a failed write removes its temporary file. A folder is replaced whole by building it in
-a sibling staging folder and swapping it in (`atomic_dir`). An `OSError` (a full disk, a read-only
-folder) becomes one `WriteError` that names the path.
+of the folder; a failed write removes its temporary file. A new file gets the mode the umask allows (0644
+under umask 022, as `open` gives it) and an overwritten file keeps its mode, so results and caches can be
+shared (temporaries come from `new_temp`, not tempfile's private 0600 / 0700 ones). A folder is replaced
+whole by building it in a sibling staging folder and swapping it in (`atomic_dir`). An `OSError` (a full
+disk, a read-only folder) becomes one `WriteError` that names the path.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import secrets
 import shutil
 import stat
 import tempfile
@@ -39,14 +43,45 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def new_temp(parent: Path, name: str, suffix: str, *, folder: bool = False) -> Path:
+    """Create and return `parent/.<name>.<random><suffix>`, an empty file or (`folder`) folder, made as
+    `open` and `mkdir` make them (0666 / 0777 less the umask), unlike tempfile's private mkstemp/mkdtemp."""
+    for _ in range(100):
+        path = parent / f".{name}.{secrets.token_hex(6)}{suffix}"
+        try:
+            if folder:
+                os.mkdir(path, 0o777)
+            else:
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o666))
+        except FileExistsError:
+            continue
+        return path
+    raise FileExistsError(errno.EEXIST, "no free temporary name", str(parent / f".{name}.*{suffix}"))
+
+
+def _kept_mode(path: Path) -> int | None:
+    """The permission bits of the regular file `path` (what an overwrite keeps), None when it is absent."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    return stat.S_IMODE(info.st_mode) if stat.S_ISREG(info.st_mode) else None
+
+
 def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
-    """Write `data` to `path` (parents created) through a fsynced temporary file and a rename."""
+    """Write `data` to `path` (parents created) through a fsynced temporary file and a rename; a new file
+    gets the umask's mode, an existing one keeps its own."""
     path = Path(path)
-    tmp: str | None = None
+    tmp: Path | None = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        with os.fdopen(fd, "wb") as fh:
+        tmp = new_temp(path.parent, path.name, ".tmp")
+        with os.fdopen(os.open(tmp, os.O_WRONLY | _NOFOLLOW), "wb") as fh:
+            if (mode := _kept_mode(path)) is not None:
+                os.fchmod(fh.fileno(), mode)
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
@@ -56,7 +91,7 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
         raise WriteError(f"cannot write {path}: {exc.strerror or exc}") from exc
     finally:
         if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
+            tmp.unlink(missing_ok=True)
     _fsync_dir(path.parent)
     return path
 

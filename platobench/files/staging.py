@@ -72,10 +72,16 @@ def owner_stamp() -> str:
     return f"pb{os.getpid()}-{process_start(os.getpid()) or 0}-{host_tag()}"
 
 
-def make(parent: Path, label: str, suffix: str = "") -> Path:
-    """Create an empty staging folder (mode 0700) in `parent`, named after `label` and this process.
+def make(parent: Path, label: str, suffix: str = "", *, shared: bool = False) -> Path:
+    """Create an empty staging folder in `parent`, named after `label` and this process: mode 0700, or
+    with `shared` the mode `mkdir` gives (0777 less the umask), for a folder that is renamed into place.
     `suffix` is "" or a dot and lower-case letters (".new"). OSError when it cannot be created."""
-    return Path(tempfile.mkdtemp(prefix=f".{label[:LABEL_CHARS]}.{owner_stamp()}.", suffix=suffix, dir=parent))
+    path = Path(tempfile.mkdtemp(prefix=f".{label[:LABEL_CHARS]}.{owner_stamp()}.", suffix=suffix, dir=parent))
+    if shared:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(path, 0o777 & ~umask)
+    return path
 
 
 def owner_of(path: Path) -> Owner | None:
