@@ -205,7 +205,7 @@ def error_line(err: str, command: str) -> str:
 def test_sys_exit_in_an_encoder_fails_its_pairs_and_the_others_run(env, capsys):
     assert run(env, "exit", "ok") == 1
     summary = json.loads(capsys.readouterr().out)
-    assert [Path(p).name for p in summary["written"]] == [f"t--ok__{VISION.replace('/', '--')}.json"]
+    assert [Path(p).name for p in summary["written"]] == [f"t--ok__{VISION.replace('/', '--')}--limit-24.json"]
     (why,) = summary["failed"].values()
     assert "model t/exit: encode of batch 1 (24 texts) called sys.exit(3)" in why
     assert "not end the process" in why
