@@ -19,12 +19,14 @@ import pytest
 from platobench import cli
 from platobench.encoders import packaged
 from platobench.files import staging
-from platobench.files.atomic import atomic_dir
+from platobench.features.store import FeatureStore
+from platobench.files.atomic import atomic_dir, atomic_write_text
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "results" / "offline" / "demo-cka"
 
-# argv: mode, home or out folder, results folder, file to create once the staging exists.
+# argv: mode, home or out folder, results folder (mode "remove": a cache digest), file to create once the
+# staging exists.
 HELPER = r"""
 import os, sys, time
 from pathlib import Path
@@ -59,16 +61,27 @@ elif mode == "swap":
 
     os.replace = replace
     cli.main(["leaderboard", "--results", results, "--out", where, "--no-plots"])
+elif mode == "write":  # an atomic write killed after its temporary file holds data, before the rename
+    from platobench.files import atomic
+
+    atomic.os.replace = block
+    atomic.atomic_write_text(Path(where) / "record.json", "{}")
+elif mode == "remove":  # a cache entry's removal killed after the rename, before the delete
+    import shutil
+    from platobench.features.store import FeatureStore
+
+    shutil.rmtree = block
+    FeatureStore(Path(where)).remove(results)
 """
 
 
 class Helper:
     """A helper process (HELPER in `mode`) that has reached its blocking point inside the staging."""
 
-    def __init__(self, mode: str, where: Path, tmp: Path) -> None:
+    def __init__(self, mode: str, where: Path, tmp: Path, arg: str = str(RESULTS)) -> None:
         entered = tmp / f"entered-{mode}"
         env = {**os.environ, "PYTHONPATH": str(REPO), "PLATOBENCH_HOME": str(tmp / "default-home"), "OMP_NUM_THREADS": "1"}
-        self.proc = subprocess.Popen([sys.executable, "-c", HELPER, mode, str(where), str(RESULTS), str(entered)],
+        self.proc = subprocess.Popen([sys.executable, "-c", HELPER, mode, str(where), arg, str(entered)],
                                      env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 120
         while not entered.exists():
@@ -216,3 +229,33 @@ def test_live_concurrent_build_keeps_its_staging(tmp_path, helpers):
     helper.kill()
     assert cli.main(["leaderboard", "--results", str(results), "--out", str(out), "--no-plots"]) == 0
     assert hidden(tmp_path) == []
+
+
+def test_killed_atomic_write_leaves_a_temporary_file_the_next_write_removes(tmp_path, helpers):
+    out = tmp_path / "out"
+    out.mkdir()
+    helpers.append(Helper("write", out, tmp_path))
+    assert len(hidden(out)) == 1 and hidden(out)[0].endswith(".tmp")
+    atomic_write_text(out / "other.json", "{}")
+    assert len(hidden(out)) == 1  # a live writer's temporary file is kept, also by writes of other files
+    helpers[0].kill()
+    atomic_write_text(out / "record.json", '{"ok": 1}')
+    assert hidden(out) == [] and (out / "record.json").read_text() == '{"ok": 1}'
+
+
+def test_killed_cache_removal_is_listed_and_removed(tmp_path, helpers, capsys):
+    root = tmp_path / "home" / "features"
+    digest = "ab" + "0" * 62
+    entry = root / digest[:2] / digest
+    entry.mkdir(parents=True)
+    (entry / "layer-0.safetensors").write_bytes(b"x" * 1000)
+    helpers.append(Helper("remove", root, tmp_path, digest))
+    shard = root / digest[:2]
+    (trash,) = [p for p in shard.iterdir() if ".removing" in p.name]
+    assert not entry.exists() and FeatureStore(root).stale_staging() == []  # its owner still runs
+    helpers[0].kill()
+    assert FeatureStore(root).stale_staging() == [trash]
+    assert cli.main(["cache", "verify", "--home", str(root.parent)]) == 0
+    assert f"stale staging {trash}" in capsys.readouterr().out and trash.exists()
+    assert cli.main(["cache", "verify", "--home", str(root.parent), "--remove"]) == 0
+    assert "removed" in capsys.readouterr().out and not trash.exists()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import json
+import shutil
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -131,9 +132,22 @@ def _verify(args: argparse.Namespace) -> int:
             print(f"{r['digest'][:12]}  {r['state']:7}  {'; '.join(r['problems'])}")
         print(f"{len(report)} checked, " + ", ".join(f"{v} {k}" for k, v in counts.items()))
     from platobench.encoders.packaged import stale_staging
+    from platobench.files.staging import size_of as staging_size
 
     for line in stale_staging(store.root.parent):  # folders of killed `prepare` runs beside the cache
         print(line, file=sys.stderr if args.json else sys.stdout)
+    for path in store.stale_staging():
+        size = staging_size(path) / 1e6
+        if args.remove and path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        elif args.remove:
+            path.unlink(missing_ok=True)
+        if args.remove:
+            what = "removed"
+        else:
+            what = "`platobench cache verify --remove` deletes it"
+        print(f"stale staging {path} ({size:.1f} MB), left by a killed process; {what}",
+              file=sys.stderr if args.json else sys.stdout)
     return 1 if counts["bad"] else 0
 
 

@@ -47,6 +47,7 @@ from platobench.data.base import ids_hash
 from platobench.dtypes import DTYPE_NAMES
 from platobench.errors import UserError
 from platobench.features.entry_lock import EntryLock
+from platobench.files import staging
 
 if TYPE_CHECKING:
     from platobench.features.writer import EntryWriter
@@ -517,11 +518,20 @@ class FeatureStore:
         lock = EntryLock(path.parent, digest)
         lock.acquire(lock_timeout)
         try:
+            staging.remove_stale(path.parent, f"{digest}.removing")  # of a killed removal of this entry
             if path.is_symlink():
                 path.unlink()
             elif path.exists():
-                trash = path.parent / f".{digest}.removing-{os.getpid()}"
-                os.replace(path, trash)
+                trash = staging.make(path.parent, f"{digest}.removing")  # named after this process
+                os.replace(path, trash)  # onto the empty folder
                 shutil.rmtree(trash)
         finally:
             lock.release()
+
+    def stale_staging(self) -> list[Path]:
+        """Folders and temporary files under the cache left by killed processes (an entry's removal,
+        an atomic write): their owner, named in them, has exited on this host. Links are not followed."""
+        found: list[Path] = []
+        for folder, _dirs, _files in os.walk(self.root):  # os.walk never descends into a linked folder
+            found += staging.stale(Path(folder)) + staging.stale(Path(folder), files=True)
+        return sorted(found)

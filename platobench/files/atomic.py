@@ -1,7 +1,8 @@
 """Atomic writes: a reader sees the old file or the new one, never a prefix of either.
 
 Every writer goes through a temporary file in the target's folder, `fsync`, `os.replace` and an fsync
-of the folder; a failed write removes its temporary file. A new file gets the mode the umask allows (0644
+of the folder; a failed write removes its temporary file, and a temporary file left by a killed writer
+(its name records its process, `platobench.files.staging`) is removed by the next write of that file. A new file gets the mode the umask allows (0644
 under umask 022, as `open` gives it) and an overwritten file keeps its mode, so results and caches can be
 shared (temporaries come from `new_temp`, not tempfile's private 0600 / 0700 ones). A folder is replaced
 whole by building it in a sibling staging folder and swapping it in (`atomic_dir`). An `OSError` (a full
@@ -16,7 +17,6 @@ import os
 import secrets
 import shutil
 import stat
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -46,16 +46,14 @@ def _fsync_dir(path: Path) -> None:
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
-def new_temp(parent: Path, name: str, suffix: str, *, folder: bool = False) -> Path:
-    """Create and return `parent/.<name>.<random><suffix>`, an empty file or (`folder`) folder, made as
-    `open` and `mkdir` make them (0666 / 0777 less the umask), unlike tempfile's private mkstemp/mkdtemp."""
+def new_temp(parent: Path, name: str, suffix: str) -> Path:
+    """Create and return the empty file `parent/.<name>.<owner stamp>.<random><suffix>` (the stamp of
+    `platobench.files.staging`, so a later write can tell a killed writer's file from a live one's), made
+    as `open` makes it (0666 less the umask), unlike tempfile's private mkstemp."""
     for _ in range(100):
-        path = parent / f".{name}.{secrets.token_hex(6)}{suffix}"
+        path = parent / f".{name[:stamped.LABEL_CHARS]}.{stamped.owner_stamp()}.{secrets.token_hex(6)}{suffix}"
         try:
-            if folder:
-                os.mkdir(path, 0o777)
-            else:
-                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o666))
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o666))
         except FileExistsError:
             continue
         return path
@@ -87,6 +85,7 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
             os.fsync(fh.fileno())
         os.replace(tmp, path)
         tmp = None
+        stamped.remove_stale(path.parent, path.name, ".tmp", files=True)  # of killed writes of this file
     except OSError as exc:
         raise WriteError(f"cannot write {path}: {exc.strerror or exc}") from exc
     finally:

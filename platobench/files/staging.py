@@ -11,6 +11,7 @@ zombie. A folder of another host, of a live process, or one whose name does not 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -69,7 +70,13 @@ def process_start(pid: int) -> int | None:
 
 def owner_stamp() -> str:
     """This process's stamp as it appears in a staging folder's name: `pb<pid>-<start>-<host>`."""
-    return f"pb{os.getpid()}-{process_start(os.getpid()) or 0}-{host_tag()}"
+    return _stamp_of(os.getpid())
+
+
+@functools.lru_cache(maxsize=4)
+def _stamp_of(pid: int) -> str:
+    """`owner_stamp` of process `pid` (cached per pid: a forked child gets its own)."""
+    return f"pb{pid}-{process_start(pid) or 0}-{host_tag()}"
 
 
 def make(parent: Path, label: str, suffix: str = "", *, shared: bool = False) -> Path:
@@ -100,8 +107,9 @@ def is_dead(owner: Owner) -> bool:
     return start is None or (owner.start != 0 and start != 0 and start != owner.start)
 
 
-def stale(parent: Path, label: str | None = None, suffix: str | None = None) -> list[Path]:
-    """The staging folders directly in `parent` (of `label` and `suffix` when given) whose owner is dead."""
+def stale(parent: Path, label: str | None = None, suffix: str | None = None, *, files: bool = False) -> list[Path]:
+    """The staging folders (`files`: regular files) directly in `parent`, of `label` and `suffix` when
+    given, whose owner is dead."""
     try:
         entries = sorted(parent.iterdir())
     except OSError:
@@ -109,7 +117,7 @@ def stale(parent: Path, label: str | None = None, suffix: str | None = None) -> 
     found = []
     for entry in entries:
         match = _NAME.fullmatch(entry.name)
-        if match is None or entry.is_symlink() or not entry.is_dir():
+        if match is None or entry.is_symlink() or not (entry.is_file() if files else entry.is_dir()):
             continue
         if label is not None and match["label"] != label[:LABEL_CHARS]:
             continue
@@ -120,16 +128,23 @@ def stale(parent: Path, label: str | None = None, suffix: str | None = None) -> 
     return found
 
 
-def remove_stale(parent: Path, label: str | None = None, suffix: str | None = None) -> list[Path]:
+def remove_stale(parent: Path, label: str | None = None, suffix: str | None = None, *,
+                 files: bool = False) -> list[Path]:
     """Delete what `stale` lists (best effort: an entry that cannot be removed stays); return those paths."""
-    found = stale(parent, label, suffix)
+    found = stale(parent, label, suffix, files=files)
     for path in found:
-        shutil.rmtree(path, ignore_errors=True)
+        if files:
+            path.unlink(missing_ok=True)
+        else:
+            shutil.rmtree(path, ignore_errors=True)
     return found
 
 
 def size_of(path: Path) -> int:
-    """Bytes of the regular files under `path` (symlinks not followed; unreadable entries count 0)."""
+    """Bytes of the regular file `path` or of the regular files under the folder `path` (symlinks not
+    followed; unreadable entries count 0)."""
+    if path.is_file() and not path.is_symlink():
+        return path.lstat().st_size
     total = 0
     for root, _dirs, files in os.walk(path):
         for name in files:
