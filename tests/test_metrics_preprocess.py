@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -165,9 +164,10 @@ def random_stack(g: torch.Generator, dtype: torch.dtype, kind: int) -> list[torc
     return layers
 
 
-@pytest.mark.parametrize("sample", [4096, 16])  # the default; a tiny sample: strided, thresholds, fallbacks
-def test_prh_row_quantiles_equal_torch_quantile_bit_for_bit(monkeypatch, sample):
+@pytest.mark.parametrize("sample,chunk", [(4096, 1 << 22), (16, 64)])  # the defaults; tiny samples and chunks
+def test_prh_row_quantiles_equal_torch_quantile_bit_for_bit(monkeypatch, sample, chunk):
     monkeypatch.setattr(pp, "_SAMPLE", sample)
+    monkeypatch.setattr(pp, "_CHUNK_BYTES", chunk)
     g = torch.Generator().manual_seed(sample)
     for trial in range(150):
         dtype = torch.float64 if trial % 3 == 0 else torch.float32
@@ -254,7 +254,7 @@ def test_row_subsets_reuse_the_stack_quantiles(monkeypatch):
 # --- the fused l2 / prh layers: the previous steps, op for op -----------------------------------------
 
 
-@pytest.mark.parametrize("chunk", [1 << 20, 64])  # the default; chunks of two rows
+@pytest.mark.parametrize("chunk", [1 << 22, 64])  # the default; chunks of two rows
 def test_unit_layers_equal_the_steps_they_fuse(monkeypatch, chunk):
     """pow2_unit(F.normalize(pow2_unit(x))) of the (clamped) layer, bit for bit: random shapes, float32
     and float64, tiny, huge, subnormal, zero and mixed-scale rows, non-contiguous layers; the recorded
@@ -314,10 +314,11 @@ def test_selection_helpers_off_the_cpu_give_the_same_numbers():
     for rank in (0, 17, 299):
         assert torch.equal(pp._ascending(rows.clone(), rank, 2), pp._ascending_torch(rows, rank, 2))
     lo = torch.rand(50, generator=g)
-    a = torch.where(torch.rand(50, 301, generator=g) < 0.01, float("nan"), rows)
-    mask = torch.empty(50, 301, dtype=torch.bool)
-    assert torch.equal(pp._not_below(a, lo, mask), pp._not_below_torch(a, lo, mask))
-    assert torch.equal(pp._not_below(a, lo, mask), torch.from_numpy(np.flatnonzero(~(a <= lo[:, None]).numpy())))
+    x = torch.where(torch.rand(50, 301, generator=g) < 0.01, float("nan"), rows * torch.randn(50, 301, generator=g).sign())
+    (kept, counts, finite), (kept_torch, counts_torch, finite_torch) = pp._above(x, lo), pp._above_torch(x, lo)
+    assert torch.equal(counts, counts_torch) and torch.equal(kept.nan_to_num(-1.0), kept_torch.nan_to_num(-1.0))
+    assert not finite and not finite_torch and pp._above(x.nan_to_num(), lo)[2] and pp._above_torch(x.nan_to_num(), lo)[2]
+    assert torch.equal(counts, (~(x.abs() <= lo[:, None])).sum(1))
 
 
 @pytest.mark.parametrize("mode", ["none", "l2", "prh"])

@@ -56,8 +56,10 @@ PRH_QUANTILE = 0.95
 _SAMPLE = 4096
 #: Standard deviations of the sample count by which the bracket lies below the wanted rank.
 _MARGIN = 6.0
-#: Bytes of a layer's rows prepared at once (`_unit_layer`), small enough to stay in the CPU caches.
-_CHUNK_BYTES = 1 << 20
+#: Bytes of a layer's rows processed at once (`_unit_layer`, `_above`): small enough to stay in the
+#: CPU caches between the steps, large enough that each step is one worthwhile parallel region (on a
+#: loaded machine every region waits for its slowest thread).
+_CHUNK_BYTES = 1 << 22
 
 
 class LayerStack:
@@ -105,16 +107,13 @@ class LayerStack:
         return self._n
 
     def columns(self, i: int, step: int) -> torch.Tensor:
-        """Every `step`-th column of layer i [N, ceil(D_i / step)] (from column (step // 2) mod D_i), in
-        the dtype `self[i]` has, detached. Only these values are checked when the raw item is a 2-D tensor or array;
-        otherwise, or when the check fails, the whole layer is read (and raises its own error)."""
+        """Every `step`-th column of layer i [N, ceil(D_i / step)] (from column (step // 2) mod D_i),
+        converted like `self[i]` (from the raw item's columns when it is a 2-D tensor or array, else from
+        the whole layer) and detached; the values are not checked (the prh statistics check them all)."""
         raw = self._layers[i]
         if isinstance(raw, (torch.Tensor, np.ndarray)) and raw.ndim == 2 and raw.shape[1] > 0:
-            try:
-                return as_features(raw[:, (step // 2) % raw.shape[1] :: step], self.label(i)).detach()
-            except UserError:
-                pass
-        layer = self[i].detach()
+            return to_features(raw[:, (step // 2) % raw.shape[1] :: step], self.label(i)).detach()
+        layer = self.converted(i)
         return layer[:, (step // 2) % layer.shape[1] :: step]
 
     def prh_row_quantiles(self, q: float = PRH_QUANTILE) -> torch.Tensor:
@@ -250,43 +249,48 @@ def _ascending_torch(rows: torch.Tensor, rank: int, count: int) -> torch.Tensor:
     return torch.stack([rows.kthvalue(rank + 1 + j, dim=1).values for j in range(count)], dim=1)
 
 
-def _not_below(a: torch.Tensor, lo: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Flat indices [S] (int64, ascending) of the entries of a [R, D] that are not <= lo [R] in their
-    row (so also the NaNs), with `mask` [R, D] as scratch; numpy on the CPU (several times faster than
-    torch's comparison and nonzero there), else `_not_below_torch`."""
-    if a.device.type != "cpu":
-        return _not_below_torch(a, lo, mask)
-    view = mask.numpy()
-    np.logical_not(np.less_equal(a.numpy(), lo[:, None].numpy(), out=view), out=view)
-    return torch.from_numpy(np.flatnonzero(view))
-
-
-def _not_below_torch(a: torch.Tensor, lo: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """`_not_below` by torch's own comparison and nonzero, for tensors off the CPU."""
-    return torch.le(a, lo[:, None], out=mask).logical_not_().view(-1).nonzero().squeeze(1)
-
-
-def _above(x: torch.Tensor, lo: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """The values of |x| [N, D] above lo [N] in each row, as [N, C] with C the largest count of a row
-    and zeros after each row's own values (row order kept), and the counts [N]; in chunks of rows that
-    stay in the CPU caches. A NaN counts as above (it is not <= lo), so non-finite values show among
-    the kept ones: the caller's check of them stands for `as_features`' pass."""
+def _above(x: torch.Tensor, lo: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, bool]:
+    """The values of |x| [N, D] that are not <= lo [N] in their row, as [N, C] with C the largest count
+    of a row and zeros after each row's own values (row order kept), the counts [N], and whether they
+    are all finite (a NaN is not <= lo, so NaN and inf are among them: this stands for `as_features`'
+    check); in chunks of rows that stay in the CPU caches. On the CPU all in numpy, single-threaded: several
+    times faster than torch's comparison and nonzero there, and no parallel region to wait on, which
+    on a loaded machine costs more than the work; elsewhere `_above_torch`."""
+    if x.device.type != "cpu":
+        return _above_torch(x, lo)
     n, d = x.shape
     chunks = _row_chunks(x)
-    buf = torch.empty(chunks[0].stop, d, dtype=x.dtype, device=x.device)
-    mask = torch.empty(chunks[0].stop, d, dtype=torch.bool, device=x.device)
-    flats, values = [], []
+    buf = np.empty((chunks[0].stop, d), dtype=x.numpy().dtype)
+    mask = np.empty((chunks[0].stop, d), dtype=bool)
+    low, flats, values = lo.numpy()[:, None], [], []
     for r in chunks:
-        a = torch.abs(x[r], out=buf[: r.stop - r.start])
-        at = _not_below(a, lo[r], mask[: r.stop - r.start])
-        values.append(a.view(-1).take(at))
+        a, view = buf[: r.stop - r.start], mask[: r.stop - r.start]
+        np.abs(x[r].numpy(), out=a)
+        np.logical_not(np.less_equal(a, low[r], out=view), out=view)
+        at = np.flatnonzero(view)
+        values.append(a.ravel().take(at))
         flats.append(at + r.start * d)
-    flat, values = torch.cat(flats), torch.cat(values)
+    flat, kept = np.concatenate(flats), np.concatenate(values)
+    bounds = np.searchsorted(flat, np.arange(n + 1) * d)
+    counts = bounds[1:] - bounds[:-1]
+    slot = np.arange(counts.max() if len(flat) else 0)
+    src = np.minimum(bounds[:-1, None] + slot, max(len(flat) - 1, 0))
+    out = np.where(slot < counts[:, None], kept[src] if len(flat) else 0, 0).astype(kept.dtype)
+    return torch.from_numpy(out), torch.from_numpy(counts), not len(kept) or bool(np.isfinite(kept.max()))
+
+
+def _above_torch(x: torch.Tensor, lo: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, bool]:
+    """`_above` by torch's own operations, for tensors off the CPU."""
+    n, d = x.shape
+    a = x.abs()
+    flat = torch.le(a, lo[:, None]).logical_not_().view(-1).nonzero().squeeze(1)
+    values = a.view(-1).take(flat)
     bounds = torch.searchsorted(flat, torch.arange(n + 1, device=x.device) * d)
     counts = bounds[1:] - bounds[:-1]
     slot = torch.arange(int(counts.max()) if len(flat) else 0, device=x.device)
     src = (bounds[:-1, None] + slot).clamp_(max=max(len(flat) - 1, 0))
-    return torch.where(slot < counts[:, None], values[src], 0), counts
+    finite = not len(values) or math.isfinite(float(values.max()))
+    return torch.where(slot < counts[:, None], values[src], 0), counts, finite
 
 
 def _row_tail(stack: LayerStack, sample: torch.Tensor, n: int, t: int) -> torch.Tensor:
@@ -307,8 +311,8 @@ def _row_tail(stack: LayerStack, sample: torch.Tensor, n: int, t: int) -> torch.
     for i in range(len(stack)):
         layer = stack.converted(i)
         _check_rows(stack, layer, i)
-        values, counts = _above(layer.to(sample.dtype), lo)
-        if values.numel() and not torch.isfinite(values.max()):  # inf and NaN show in the max
+        values, counts, finite = _above(layer.to(sample.dtype), lo)
+        if not finite:
             stack[i]  # raises as_features' error for the layer
         kept.append(values)
         above = above + counts
@@ -346,8 +350,8 @@ def _row_quantiles(stack: LayerStack, q: float) -> torch.Tensor:
     for i in range(len(stack)):
         part = stack.columns(i, step)
         _check_rows(stack, part, i)
-        parts.append(part.to(parts[0].dtype if parts else part.dtype).abs())
-    sample = torch.cat(parts, dim=1)
+        parts.append(part.to(parts[0].dtype if parts else part.dtype))
+    sample = torch.cat(parts, dim=1).abs_()
     rank = _quantile_rank(n, q, sample.dtype)
     below, above = math.floor(rank), math.ceil(rank)
     tail = _row_tail(stack, sample, n, n - below)
