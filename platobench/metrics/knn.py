@@ -30,10 +30,11 @@ Translation is not declared: X + v changes <x_i, x_j> by <x_i + x_j, v> + |v|^2,
 Layer grids (see platobench.metrics.registry): the per-layer summary is the neighbour lists
 (`KnnSets`, O(N k) memory, found by platobench.metrics.knn_search without any N×N matrix at large N);
 `combine` works on the lists of every layer at once, over blocks of samples, and never builds an N×N
-block: mutual_knn and cycle_knn compare k-lists elementwise; lcs_knn runs the k×k LCS dynamic
-programme, each row one `cummax`, vectorised over layer pairs and samples; cknna takes the four HSIC
-terms from the masked kernels' nonzero entries, which lie at the shared list slots. O(N k²) per layer
-pair each, temporaries bounded by `BLOCK_BYTES`.
+block of scores: mutual_knn looks every Y-list up in a membership block of an X layer's lists (a bool
+per pair of samples of the block: O(N k) per layer pair); cycle_knn compares k-lists elementwise;
+lcs_knn runs the k×k LCS dynamic programme, each row one `cummax`, vectorised over layer pairs and
+samples; cknna takes the four HSIC terms from the masked kernels' nonzero entries, which lie at the
+shared list slots (O(N k²) per layer pair each). Temporaries are bounded by `BLOCK_BYTES`.
 
 Permutation nulls: `permute_knn(sets, perm)` returns the neighbour lists of `Y[perm]` from those of
 `Y` without recomputing any inner product (exact, including ties); it is registered on every metric

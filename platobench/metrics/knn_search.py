@@ -5,7 +5,8 @@ broken by the lower index (platobench.metrics.knn states the metrics built on th
 
 Engines (backend "torch", any device):
   whole   N² scores fit in `BLOCK_BYTES`: all inner products from one symmetric product
-          (`products.self_product`: each off-diagonal block once, mirrored), then `topk` per row.
+          (`products.self_product`: each off-diagonal block once, mirrored), then the top k + 1 of
+          each row (`_top`: on the CPU among the best max-pooled groups of columns, else `topk`).
   tiles   larger N: square tiles of X Xᵀ on and above the diagonal only, each used twice (its rows
           and, transposed, its columns) to update a running top-(k+1) of every row. Memory
           O(N k + tile²), time N² D / 2 multiply-adds: half of a row-blocked search.
