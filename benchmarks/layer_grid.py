@@ -6,7 +6,11 @@ with preprocess="l2";
 the baseline does what minyoungg/platonic-rep does for every layer pair — recompute both similarity
 matrices and full argsorts (mutual_knn), or both Gram matrices and three dense unbiased HSICs (CKA,
 Song et al. 2012) — and its total is measured on `--baseline-pairs` pairs and extrapolated to the
-grid (or measured in full with `--full-baseline`). Values must agree to 1e-6.
+grid (or measured in full with `--full-baseline`). Values must agree to 1e-6. In the same run, the
+grid with preprocess="prh" (its ratio to the l2 grid: the cost of the clamp statistics) and the floor,
+one bare symmetric product x x^T per layer of the same 58 layers (the faster of `products.self_product`
+and numpy's float32 `x @ x.T`, OpenBLAS syrk; its ratio: what the grid costs beyond its products);
+floor, l2 and prh are interleaved, best of `--repeats`.
 
 Part 2 (scale): the PRH "val" grid, 454 language-model layers (12 LLMs, hidden states including the
 embeddings) x 352 ViT layers (17 models, block outputs), true widths, N samples, random features
@@ -18,12 +22,15 @@ the number of layer pairs).
 
     .venv/bin/python benchmarks/layer_grid.py                  # both parts, part 2 at full scale
     .venv/bin/python benchmarks/layer_grid.py --part 2 --scale 0.1
+    .venv/bin/python benchmarks/layer_grid.py --part 1 --threads 1 --repeats 3
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import random
 import resource
 import subprocess
@@ -33,8 +40,10 @@ from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
+from threadpoolctl import threadpool_limits
 
 from platobench.metrics import layer_grid, summarize_layers
+from platobench.metrics.products import self_product
 
 # PRH "val" models (minyoungg/platonic-rep tasks.py / results/features/.../wit_1024): (name, blocks, width).
 # Language models contribute blocks + 1 hidden states (the embedding output is one of them).
@@ -137,15 +146,39 @@ def _spread_pairs(lx: int, ly: int, count: int, seed: int) -> list[tuple[int, in
     return sorted(random.Random(seed).sample(pairs, min(count, len(pairs))))
 
 
-def part1(n: int, metrics: list[str], baseline_pairs: int, full: bool) -> list[dict]:
+def _floor_seconds(layers: list[torch.Tensor]) -> tuple[float, str]:
+    """Seconds of one bare x x^T per layer, the faster of torch's `self_product` and numpy's syrk."""
+    times = {}
+    for name, fn in (("self_product", lambda x: self_product(x, out_dtype=x.dtype)),
+                     ("numpy syrk", lambda x: x.numpy() @ x.numpy().T)):
+        with threadpool_limits(limits=torch.get_num_threads()):  # numpy's BLAS on torch's thread count
+            t = time.perf_counter()
+            for x in layers:
+                fn(x)
+            times[name] = time.perf_counter() - t
+    best = min(times, key=times.get)
+    return times[best], best
+
+
+def part1(n: int, metrics: list[str], baseline_pairs: int, full: bool, repeats: int) -> list[dict]:
     xs = [RandomLayers(n, [4096] * 33, 1)[i] for i in range(33)]
     ys = [RandomLayers(n, [1024] * 25, 2)[i] for i in range(25)]
     rows = []
     for metric in metrics:
         fn, params = BASELINES[metric]
-        t, c = time.perf_counter(), time.process_time()
-        grid = layer_grid(metric, xs, ys, preprocess="l2", **params)
-        engine, engine_cpu = time.perf_counter() - t, time.process_time() - c
+        best = {"floor": math.inf, "l2": math.inf, "prh": math.inf}
+        floor_kind, engine_cpu = "", math.inf
+        for _ in range(repeats):  # interleaved, so that a change of machine load hits all three
+            seconds, kind = _floor_seconds(xs + ys)
+            if seconds < best["floor"]:
+                best["floor"], floor_kind = seconds, kind
+            t, c = time.perf_counter(), time.process_time()
+            grid = layer_grid(metric, xs, ys, preprocess="l2", **params)
+            best["l2"], engine_cpu = min(best["l2"], time.perf_counter() - t), min(engine_cpu, time.process_time() - c)
+            t = time.perf_counter()
+            layer_grid(metric, xs, ys, preprocess="prh", **params)
+            best["prh"] = min(best["prh"], time.perf_counter() - t)
+        engine = best["l2"]
         pairs = [(i, j) for i in range(33) for j in range(25)] if full else _spread_pairs(33, 25, baseline_pairs, 0)
         t, c = time.perf_counter(), time.process_time()
         values = [fn(xs[i], ys[j]) for i, j in pairs]
@@ -158,6 +191,9 @@ def part1(n: int, metrics: list[str], baseline_pairs: int, full: bool) -> list[d
             "speedup": per_pair * 33 * 25 / engine, "max_abs_diff": err, "equal_1e-6": err <= 1e-6,
             "engine_cpu_s": engine_cpu, "baseline_cpu_s": per_pair_cpu * 33 * 25,
             "speedup_cpu": per_pair_cpu * 33 * 25 / engine_cpu,
+            "prh_s": best["prh"], "prh_over_l2": best["prh"] / engine,
+            "floor_s": best["floor"], "floor": floor_kind, "l2_over_floor": engine / best["floor"],
+            "repeats": repeats, "threads": torch.get_num_threads(),
         })
     return rows
 
@@ -203,12 +239,15 @@ def part2(n: int, scale: float, baseline_pairs: int) -> dict:
 def _markdown(rows1: list[dict], row2: dict | None) -> str:
     out = []
     if rows1:
-        out += ["| metric | N | grid | engine (s) | baseline (s) | speed-up | CPU-time speed-up | max abs diff |",
-                "|---|---|---|---|---|---|---|---|"]
+        out += ["| metric | N | grid | engine, l2 (s) | baseline (s) | speed-up | CPU-time speed-up | max abs diff | "
+                "prh (s) | prh / l2 | floor (s) | l2 / floor |",
+                "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in rows1:
             est = f" (extrapolated from {r['baseline_pairs_measured']} pairs)" if r["baseline_extrapolated"] else ""
             out.append(f"| {r['metric']} | {r['n']} | {r['grid']} | {r['engine_s']:.2f} | "
-                       f"{r['baseline_s']:.1f}{est} | {r['speedup']:.0f}x | {r['speedup_cpu']:.0f}x | {r['max_abs_diff']:.1e} |")
+                       f"{r['baseline_s']:.1f}{est} | {r['speedup']:.0f}x | {r['speedup_cpu']:.0f}x | {r['max_abs_diff']:.1e} | "
+                       f"{r['prh_s']:.2f} | {r['prh_over_l2']:.2f}x | {r['floor_s']:.2f} ({r['floor']}) | "
+                       f"{r['l2_over_floor']:.2f}x |")
     if row2:
         r = row2
         header = ("| grid (LLM x ViT layers) | N | engine (s) | engine CPU time (s) | "
@@ -234,26 +273,32 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--baseline-pairs", type=int, default=6, help="baseline pairs measured (default 6)")
     ap.add_argument("--full-baseline", action="store_true", help="part 1: run the baseline on every pair")
     ap.add_argument("--scale", type=float, default=1.0, help="part 2: fraction of each model's layers")
+    ap.add_argument("--repeats", type=int, default=2, help="part 1: floor, l2 and prh runs, best kept (default 2)")
+    ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     ap.add_argument("--json", action="store_true", help="print JSON instead of markdown")
     args = ap.parse_args(argv)
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
     if not 0 < args.scale <= 1:
         ap.error("--scale must be in (0, 1]")
     metrics = [m for m in args.metrics.split(",") if m]
     unknown = sorted(set(metrics) - set(BASELINES))
     if unknown:
         ap.error(f"--metrics: unknown {unknown}; expected a subset of {sorted(BASELINES)}")
-    rows1 = part1(args.n, metrics, args.baseline_pairs, args.full_baseline) if args.part in ("1", "all") else []
+    rows1 = part1(args.n, metrics, args.baseline_pairs, args.full_baseline, args.repeats) if args.part in ("1", "all") else []
     row2 = None
     if args.part == "2":
         row2 = part2(args.n, args.scale, args.baseline_pairs)
     elif args.part == "all":  # own process, so that peak RSS is part 2's alone
         cmd = [sys.executable, __file__, "--part", "2", "--json", "--n", str(args.n),
-               "--scale", str(args.scale), "--baseline-pairs", str(args.baseline_pairs)]
+               "--scale", str(args.scale), "--baseline-pairs", str(args.baseline_pairs),
+               "--threads", str(torch.get_num_threads())]
         row2 = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)["part2"]
+    load = f"load average {os.getloadavg()[0]:.1f} at the end (1 min)"
     if args.json:
-        print(json.dumps({"part1": rows1, "part2": row2}, indent=1))
+        print(json.dumps({"part1": rows1, "part2": row2, "load": load}, indent=1))
     else:
-        print(f"torch {torch.__version__}, {torch.get_num_threads()} threads\n")
+        print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {load}\n")
         print(_markdown(rows1, row2))
     return 0
 

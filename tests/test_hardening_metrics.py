@@ -57,6 +57,22 @@ def test_rows_identical_after_l2_are_refused_naming_the_mode():
         score("mutual_knn", scaled, Y, preprocess="l2")
 
 
+def test_the_degenerate_check_looks_past_the_first_rows():
+    """The first rows settle most layers; identical ones make it read the column ranges: a single later
+    row that differs keeps the layer, rows that differ by rounding only do not (prepared or not)."""
+    from platobench.metrics.api import check_varies
+
+    row = feats(1, 8, 4)
+    x = np.repeat(row, 40, axis=0)
+    x[30] += 1
+    check_varies(torch.from_numpy(x), "X")
+    near = np.repeat(row, 40, axis=0) * (1 + np.float32(1e-7) * (np.arange(40) % 2)[:, None].astype(np.float32))
+    with pytest.raises(DegenerateFeaturesError, match="X is degenerate"):
+        check_varies(torch.from_numpy(near), "X")
+    with pytest.raises(DegenerateFeaturesError, match="preprocess 'l2'"):
+        score("mutual_knn", near * np.arange(1, 41, dtype=np.float32)[:, None], Y, preprocess="l2")
+
+
 def test_cknna_with_a_non_positive_self_hsic_is_undefined():
     x = np.array([[-3, -3], [0, 0], [-1, -1], [-1, -1], [-1, -1], [-2, -2]], np.float64)
     y = np.array([[-1, 0], [0, 0], [0, 0], [0, 0], [0, 1], [0, -1]], np.float64)
@@ -102,8 +118,9 @@ def test_rescaling_changes_no_bit_of_a_normal_score(metric, mode, monkeypatch):
     xs = [torch.from_numpy(X), torch.from_numpy(feats(40, 5, 2) * 30)]
     ys = [torch.from_numpy(Y).double(), torch.from_numpy(feats(40, 12, 3) / 7)]
     rescaled = layer_grid(metric, xs, ys, preprocess=mode)
-    for module in (knn, kernel, procrustes, cca, preprocess):
+    for module in (knn, kernel, procrustes, cca):
         monkeypatch.setattr(module, "pow2_unit", _identity)
+    monkeypatch.setattr(preprocess, "pow2_exponent", lambda peak: 0)  # the l2 / prh layers' powers of two
     assert torch.equal(rescaled, layer_grid(metric, xs, ys, preprocess=mode))
 
 

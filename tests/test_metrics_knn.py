@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from platobench.errors import UserError
-from platobench.metrics import get_metric, score
+from platobench.metrics import get_metric, layer_grid, score
 from platobench.metrics.knn import KnnSets, combine_lcs, knn_sets, permute_knn
 
 KNN_METRICS = ["mutual_knn", "cycle_knn", "lcs_knn", "cknna"]
@@ -261,3 +261,94 @@ def test_gpu_matches_cpu():
     y[:, :32] += x
     for m in KNN_METRICS:
         assert score(m, x.cuda(), y.cuda()) == pytest.approx(score(m, x, y), abs=1e-6), m
+
+
+
+def grid_case() -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """N = 700 (the grouped top-k path), layers of growing scale, a layer of integers full of ties."""
+    g = torch.Generator().manual_seed(5)
+    xs = [torch.randn(700, 300, generator=g) * (1 + i) for i in range(3)]
+    ys = [xs[i][:, :200] + 0.8 * torch.randn(700, 200, generator=g) for i in range(2)]
+    ys.append((torch.randn(700, 64, generator=g) * 4).round())
+    return xs, ys
+
+
+#: layer_grid of `grid_case()` with k = 10, as float.hex, computed by the code before the fused
+#: preprocessing, grouped top-k and membership combination (commit 4c35503; the same on 1 and 2 threads).
+GRIDS_BEFORE = {
+    "mutual_knn/l2": [
+        "0x1.22d0e56041893p-3", "0x1.0ad33c8ff1f4ep-6", "0x1.d41d41d41d41dp-7",
+        "0x1.d8cba134f496fp-7", "0x1.23fc7d38775e8p-2", "0x1.cf6ee27345ecbp-7",
+        "0x1.f0337e192940bp-7", "0x1.eb851eb851eb8p-7", "0x1.142ffb51a09f3p-6",
+    ],
+    "mutual_knn/prh": [
+        "0x1.2285ff6a3413ep-3", "0x1.fe3e9c3baf401p-7", "0x1.aeaa46cd6298cp-7",
+        "0x1.eb851eb851eb8p-7", "0x1.205442b4cf240p-2", "0x1.e6d6bf577a966p-7",
+        "0x1.f4e1dd7a0095dp-7", "0x1.9bf0c94a05443p-7", "0x1.a9fbe76c8b439p-7",
+    ],
+    "cknna/l2": [
+        "0x1.1fccf3e88c04bp-3", "0x1.b017c80e197c8p-7", "0x1.9af9a7a95e626p-7",
+        "0x1.92bb9f375a8c0p-7", "0x1.34862ba7ea8d1p-2", "0x1.98c44f6dc0dfbp-7",
+        "0x1.adeba27ce64f3p-7", "0x1.b783c984db9b9p-7", "0x1.e815063192a3cp-7",
+    ],
+    "cknna/prh": [
+        "0x1.1f065e37e1f1ep-3", "0x1.a3d417fbc2cb3p-7", "0x1.919e638457cb2p-7",
+        "0x1.bc0ea597f144ap-7", "0x1.31ea3f6020d1dp-2", "0x1.895bd95ce69fep-7",
+        "0x1.94d26df5cc3ddp-7", "0x1.5a09b4d0a40afp-7", "0x1.7ccb0abed7e45p-7",
+    ],
+    "lcs_knn/none": [
+        "0x1.d548d9ac53172p-4", "0x1.e2285ff6a3414p-7", "0x1.cf6ee27345ecbp-7",
+        "0x1.e6d6bf577a966p-7", "0x1.94a05442b4cf2p-3", "0x1.f0337e192940bp-7",
+        "0x1.cf6ee27345ecbp-7", "0x1.aeaa46cd6298cp-7", "0x1.0624dd2f1a9fcp-6",
+    ],
+    "cycle_knn/l2": [
+        "0x1.869536202ecfcp-1", "0x1.41d41d41d41d4p-3", "0x1.0750750750750p-3",
+        "0x1.21a54d880bb3fp-3", "0x1.edb6db6db6db7p-1", "0x1.0d2a6c405d9f7p-3",
+        "0x1.277f44c118de6p-3", "0x1.18de5ab277f45p-3", "0x1.41d41d41d41d4p-3",
+    ],
+}
+
+
+@pytest.mark.parametrize("key", sorted(GRIDS_BEFORE))
+def test_knn_grids_are_unchanged(key):
+    metric, mode = key.split("/")
+    xs, ys = grid_case()
+    got = [float(v).hex() for v in layer_grid(metric, xs, ys, preprocess=mode, k=10).flatten()]
+    assert got == GRIDS_BEFORE[key]
+
+
+def test_grouped_top_equals_topk():
+    """knn_search._top (the m best groups of columns, then numpy's selection) gives topk's values and,
+    where no other column has the same score, its columns: random scores, ties, duplicated rows, NaN, -inf, and widths
+    that are not a multiple of the group."""
+    from platobench.metrics.knn_search import _top
+
+    g = torch.Generator().manual_seed(8)
+    for n, kind in itertools.product((400, 1000, 1003), range(4)):
+        s = torch.randn(300, n, generator=g)
+        if kind == 1:
+            s = s.round(decimals=1)
+        elif kind == 2:
+            s[:, n // 2 :] = s[:, : n - n // 2]
+        elif kind == 3:
+            s[::7, ::5] = float("-inf")
+            s[5, 3] = float("nan")
+        for m in (1, 11, 30):
+            got, want = _top(s, m), s.topk(m, dim=1)
+            assert torch.equal(got.values.nan_to_num(9.0), want.values.nan_to_num(9.0)), (n, kind, m)
+            distinct = (s[:, None, :] == want.values[:, :, None]).sum(2) == 1  # no other column has the score
+            assert torch.equal(torch.where(distinct, got.indices, 0), torch.where(distinct, want.indices, 0))
+
+
+def test_mutual_counts_equal_the_list_intersections(monkeypatch):
+    from platobench.metrics import knn as knn_module
+    from platobench.metrics.knn import combine_mutual
+
+    g = torch.Generator().manual_seed(9)
+    sx = [knn_sets(torch.randn(200, 8, generator=g), 6) for _ in range(3)]
+    sy = [knn_sets(torch.randn(200, 5, generator=g), 6) for _ in range(2)] + [sx[1]]
+    want = torch.tensor([[sum(len(set(a.idx[i].tolist()) & set(b.idx[i].tolist())) for i in range(200)) / (200 * 6)
+                          for b in sy] for a in sx], dtype=torch.float64)
+    assert torch.equal(combine_mutual(sx, sy, {}), want)
+    monkeypatch.setattr(knn_module, "BLOCK_BYTES", 4000)  # blocks of a few samples
+    assert torch.equal(combine_mutual(sx, sy, {}), want)

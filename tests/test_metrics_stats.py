@@ -166,3 +166,108 @@ def test_fixed_pair_ci_equals_scoring_the_whole_grid_per_subset():
     q_lo, q_hi = torch.quantile(spread, torch.tensor([0.025, 0.975], dtype=torch.float64)).tolist()
     obs = float(layer_grid("cka", xs, ys, preprocess="prh")[-1, -1])
     assert lo == pytest.approx(max(obs - q_hi, -1.0), abs=1e-9) and hi == pytest.approx(min(obs - q_lo, 1.0), abs=1e-9)
+
+
+
+def prh_case(n: int, widths: list[int], seed: int, dtype: torch.dtype = torch.float32) -> list[torch.Tensor]:
+    """Layers with growing scales and an outlier column, so that the prh clamp matters."""
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for i, w in enumerate(widths):
+        x = torch.randn(n, w, generator=g, dtype=torch.float64) * (1 + i)
+        x[:, 0] += 20 * torch.rand(n, generator=g, dtype=torch.float64)
+        out.append(x.to(dtype))
+    return out
+
+
+#: subsample_ci and permutation_null with preprocess="prh" on `prh_case()`, as float.hex, computed by the
+#: code before the per-sample quantiles were cached (commit 4c35503; the same on 1 and 2 threads).
+PRH_BEFORE = {
+    "ci/mutual_knn/best": ["0x1.654320fedcbacp-3", "0x1.d4320fedcba9bp-3"],
+    "null/mutual_knn/best": [
+        "0x1.d0369d0369d03p-4",
+        "0x1.8bf258bf258bfp-4",
+        "0x1.7e4b17e4b17e5p-4",
+        "0x1.c28f5c28f5c29p-4",
+        "0x1.70a3d70a3d70ap-4",
+    ],
+    "ci/mutual_knn/last": ["0x1.527d27d27d27cp-3", "0x1.cba987654320fp-3"],
+    "null/mutual_knn/last": [
+        "0x1.d0369d0369d03p-4",
+        "0x1.62fc962fc9630p-4",
+        "0x1.3a06d3a06d3a0p-4",
+        "0x1.7e4b17e4b17e5p-4",
+        "0x1.1111111111111p-4",
+    ],
+    "ci/cka/best": ["0x1.8dd138215e1adp-2", "0x1.c1e99e374dbd8p-2"],
+    "null/cka/best": [
+        "0x1.412c46befe5d5p-6",
+        "0x1.e5ae177bbe3c9p-6",
+        "0x1.7c2f5fdf3259ap-6",
+        "0x1.2a72623a157e0p-5",
+        "0x1.b6fcb55f5b030p-11",
+    ],
+    "ci/cka/last": ["0x1.f9e5bfc5b036bp-3", "0x1.34ae5f22e4294p-2"],
+    "null/cka/last": [
+        "0x1.412c46befe5d2p-6",
+        "-0x1.48e1ef6afe38bp-5",
+        "-0x1.abd90ea367cb2p-7",
+        "0x1.518a85d326ae8p-11",
+        "0x1.b6fcb55f5b070p-11",
+    ],
+    "ci/rotation_residual_heldout/best": ["0x1.175f9925bf5e6p+0", "0x1.64468a68c3b12p+0"],
+    "null/rotation_residual_heldout/best": [
+        "0x1.fa5aa1357dcfep+0",
+        "0x1.dea3a84ed4b88p+0",
+        "0x1.ee0684b90e6fcp+0",
+        "0x1.d1c90aaf7cca3p+0",
+        "0x1.f8e100d5d748ap+0",
+    ],
+    "ci/rotation_residual_heldout/last": ["0x1.306bf1ecba28fp+0", "0x1.862bdd3baa354p+0"],
+    "null/rotation_residual_heldout/last": [
+        "0x1.fa5aa1357dcfep+0",
+        "0x1.0e33427ce220dp+1",
+        "0x1.f900854885b11p+0",
+        "0x1.fe30665142e65p+0",
+        "0x1.f8e100d5d748ap+0",
+    ],
+    "ci/cka64": ["-0x1.993cbffa6436cp-5", "0x1.97674223c75f5p-4"],
+    "null/heldout64": [
+        "0x1.f7868fa83a420p+0",
+        "0x1.f06817cd48621p+0",
+        "0x1.96a689aff5b6ap+0",
+        "0x1.dca03314bdc93p+0",
+    ],
+}
+
+
+def test_prh_intervals_and_nulls_are_unchanged_by_the_cached_quantiles():
+    """Subsets and permutations take the per-sample prh quantiles of the whole stack, indexed, instead
+    of recomputing them: the same numbers as before, bit for bit (PRH_BEFORE), for kNN, CKA and the
+    held-out residual (whose null re-summarises Y[perm], clamp included), float32 and float64."""
+    xs, ys = prh_case(60, [12, 7, 20], 1), prh_case(60, [9, 16], 2)
+    ys = [y + 0.5 * xs[2][:, : y.shape[1]] for y in ys]
+    got = {}
+    for metric, params in (("mutual_knn", {"k": 5}), ("cka", {}), ("rotation_residual_heldout", {})):
+        for sel in ("best", "last"):
+            lo, hi = subsample_ci(metric, xs, ys, selection=sel, n_sub=6, frac=0.5, seed=7, preprocess="prh", **params)
+            got[f"ci/{metric}/{sel}"] = [lo.hex(), hi.hex()]
+            r = permutation_null(metric, xs, ys, selection=sel, n_perm=5, seed=11, preprocess="prh", **params)
+            got[f"null/{metric}/{sel}"] = [float(v).hex() for v in r.values]
+    xd, yd = prh_case(40, [6, 10], 4, torch.float64), prh_case(40, [5], 5, torch.float64)
+    lo, hi = subsample_ci("cka", xd, yd, n_sub=5, seed=3, preprocess="prh")
+    got["ci/cka64"] = [lo.hex(), hi.hex()]
+    r = permutation_null("rotation_residual_heldout", xd, yd, n_perm=4, seed=2, preprocess="prh")
+    got["null/heldout64"] = [float(v).hex() for v in r.values]
+    assert got == PRH_BEFORE
+
+
+def test_prh_quantiles_are_computed_once_per_interval(monkeypatch):
+    from platobench.metrics import preprocess as pp
+
+    calls = []
+    real = pp._row_quantiles
+    monkeypatch.setattr(pp, "_row_quantiles", lambda stack, q: calls.append(stack.name) or real(stack, q))
+    xs, ys = prh_case(40, [8, 5], 6), prh_case(40, [6], 7)
+    subsample_ci("cka", xs, ys, n_sub=10, seed=0, preprocess="prh")
+    assert sorted(calls) == ["Xs", "Xs", "Ys", "Ys"]  # the full-sample grid, then once for all 10 subsets

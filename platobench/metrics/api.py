@@ -35,7 +35,12 @@ import torch
 from platobench.errors import UserError
 from platobench.metrics.preprocess import PREPROCESS_MODES, LayerStack, prepared_layers
 from platobench.metrics.registry import Metric, get_metric
-from platobench.metrics.validation import DegenerateFeaturesError, UndefinedScoreError, check_pair
+from platobench.metrics.validation import (
+    DegenerateFeaturesError,
+    UndefinedScoreError,
+    check_pair,
+    unit_peak,
+)
 
 LayersLike = "Sequence[torch.Tensor | np.ndarray] | torch.Tensor | np.ndarray"
 
@@ -118,11 +123,20 @@ IDENTICAL_ULPS = 4
 
 def check_varies(layer: torch.Tensor, label: str, preprocess: str = "none") -> None:
     """Refuse a prepared layer [N, D] whose N rows are all identical up to rounding (every |x_ij - x_0j|
-    <= IDENTICAL_ULPS eps max|x|, eps of its dtype): DegenerateFeaturesError naming the layer."""
+    <= IDENTICAL_ULPS eps max|x|, eps of its dtype): DegenerateFeaturesError naming the layer.
+
+    Cheap in the usual case: max|x| is the one the preprocessing recorded (`validation.mark_unit`), else
+    one pass; a row among the next few that differs from row 0 by more than the tolerance settles it
+    (each |x_ij - x_0j| is at most the column range's), and only otherwise are the column ranges read."""
+    known = unit_peak(layer)
+    if known is None:
+        low, high = torch.aminmax(layer)
+        known = max(-float(low), float(high))
+    tolerance = IDENTICAL_ULPS * torch.finfo(layer.dtype).eps * known
+    if float((layer[1:9] - layer[0]).abs().max()) > tolerance:
+        return
     low, high = layer.amin(dim=0), layer.amax(dim=0)  # per column, no [N, D] temporary
-    spread = float(torch.maximum(high - layer[0], layer[0] - low).amax())  # = max |x_ij - x_0j|
-    peak = float(torch.maximum(high, -low).amax())
-    if spread <= IDENTICAL_ULPS * torch.finfo(layer.dtype).eps * peak:
+    if float(torch.maximum(high - layer[0], layer[0] - low).amax()) <= tolerance:  # = max |x_ij - x_0j|
         after = "" if preprocess == "none" else f" after preprocess {preprocess!r}"
         raise DegenerateFeaturesError(
             f"{label} is degenerate: all {layer.shape[0]} rows are identical{after} (constant across samples, "

@@ -30,10 +30,11 @@ Translation is not declared: X + v changes <x_i, x_j> by <x_i + x_j, v> + |v|^2,
 Layer grids (see platobench.metrics.registry): the per-layer summary is the neighbour lists
 (`KnnSets`, O(N k) memory, found by platobench.metrics.knn_search without any N×N matrix at large N);
 `combine` works on the lists of every layer at once, over blocks of samples, and never builds an N×N
-block: mutual_knn and cycle_knn compare k-lists elementwise; lcs_knn runs the k×k LCS dynamic
-programme, each row one `cummax`, vectorised over layer pairs and samples; cknna takes the four HSIC
-terms from the masked kernels' nonzero entries, which lie at the shared list slots. O(N k²) per layer
-pair each, temporaries bounded by `BLOCK_BYTES`.
+block of scores: mutual_knn looks every Y-list up in a membership block of an X layer's lists (a bool
+per pair of samples of the block: O(N k) per layer pair); cycle_knn compares k-lists elementwise;
+lcs_knn runs the k×k LCS dynamic programme, each row one `cummax`, vectorised over layer pairs and
+samples; cknna takes the four HSIC terms from the masked kernels' nonzero entries, which lie at the
+shared list slots (O(N k²) per layer pair each). Temporaries are bounded by `BLOCK_BYTES`.
 
 Permutation nulls: `permute_knn(sets, perm)` returns the neighbour lists of `Y[perm]` from those of
 `Y` without recomputing any inner product (exact, including ties); it is registered on every metric
@@ -83,17 +84,23 @@ def _check_same_n(sx: Sequence[KnnSets], sy: Sequence[KnnSets]) -> tuple[int, in
 
 
 def combine_mutual(sx: Sequence[KnnSets], sy: Sequence[KnnSets], params: dict[str, Any]) -> torch.Tensor:
-    """mutual_knn grid: |N_X(i) ∩ N_Y(i)| by comparing the two k-lists of every sample (a list holds
-    distinct samples, so each shared neighbour matches once): O(N k²) per layer pair, no N×N block."""
+    """mutual_knn grid: |N_X(i) ∩ N_Y(i)| from a membership block of X's lists (row i marks N_X(i)),
+    looked up at the slots of every Y-list (a list holds distinct samples, so each shared neighbour
+    counts once): O(N k) per layer pair after O(N²) per X layer, in blocks of samples."""
     n, k = _check_same_n(sx, sy)
     ix, iy = _stack(sx, "idx"), _stack(sy, "idx")
     counts = torch.zeros(len(sx), len(sy), dtype=torch.float64, device=ix.device)
-    step = _samples_per_block(n, len(sy) * k * k)
-    for a in range(len(sx)):
-        for lo in range(0, n, step):
-            hi = min(n, lo + step)
-            shared = ix[a, None, lo:hi, :, None] == iy[:, lo:hi, None, :]  # [Ly, c, k, k]
-            counts[a] += shared.flatten(1).sum(1).double()
+    step = _samples_per_block(n, n + 8 * len(sy) * k)
+    for lo in range(0, n, step):
+        hi = min(n, lo + step)
+        base = torch.arange(hi - lo, device=ix.device)[:, None] * n  # flat offset of each block row
+        slots = (iy[:, lo:hi] + base).flatten()  # [Ly * c * k]: flat slots of the Y-lists in the block
+        member = torch.zeros((hi - lo) * n, dtype=torch.bool, device=ix.device)
+        for a in range(len(sx)):
+            marks = (ix[a, lo:hi] + base).flatten()
+            member[marks] = True
+            counts[a] += member[slots].view(len(sy), -1).sum(1, dtype=torch.int64).double()
+            member[marks] = False
     return counts / (n * k)
 
 

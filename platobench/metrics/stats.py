@@ -39,7 +39,7 @@ from tqdm.auto import tqdm
 
 from platobench.errors import UserError
 from platobench.metrics.api import LayerSummaries, summarize_layers
-from platobench.metrics.preprocess import LayerStack, prepared_layers
+from platobench.metrics.preprocess import LayerStack, RowSubset, prepared_layers
 from platobench.metrics.registry import Metric, get_metric
 from platobench.metrics.selection import Selection, reduce_grids, select, select_index
 from platobench.metrics.validation import check_fraction, check_int
@@ -112,27 +112,15 @@ class Interval(NamedTuple):
     hi: float
 
 
-class _Rows(Sequence):
-    """Lazy view of a model's layers with their rows taken at `index` (a permutation or a subset)."""
-
-    def __init__(self, layers: Any, index: torch.Tensor, name: str) -> None:
-        self._stack = LayerStack(_as_layers(layers, name), name)
-        self._index = index
-
-    def __len__(self) -> int:
-        return len(self._stack)
-
-    def __getitem__(self, i: int) -> torch.Tensor:  # type: ignore[override]
-        return self._stack[i][self._index]
-
-
-def _as_layers(xs: Any, name: str) -> Any:
-    """A [L, N, D] array as a list of layers; sequences unchanged (api.summarize_layers checks them)."""
+def _stack(xs: Any, name: str) -> LayerStack:
+    """A model's layers (a [L, N, D] array or a sequence; api.summarize_layers checks them) as one
+    LayerStack, shared by every subset or permutation of the call (`RowSubset`): its per-sample prh
+    quantiles are computed once."""
     if isinstance(xs, (torch.Tensor, np.ndarray)) and xs.ndim == 3:
-        return [xs[i] for i in range(xs.shape[0])]
+        xs = [xs[i] for i in range(xs.shape[0])]
     if not isinstance(xs, Sequence) or isinstance(xs, (str, bytes)) or len(xs) == 0:
         raise UserError(f"{name} must be a non-empty list of [N, D_l] layers or a [L, N, D] tensor")
-    return xs
+    return LayerStack(xs, name)
 
 
 def calibrated_score(metric: Metric, observed: float, null_mean: float) -> float | None:
@@ -187,6 +175,7 @@ def permutation_null(
     base = _restrict(summaries, fixed)
     gen = torch.Generator().manual_seed(seed)
     permute = m.extra.get("permute")
+    stack_y = _stack(Ys, "Ys") if permute is None else None
     reduce_as = "best" if fixed is None else (0, 0)
     values = torch.empty(n_perm, dtype=torch.float64)
     for b in _draws(n_perm, f"null {m.id}", progress):
@@ -194,7 +183,8 @@ def permutation_null(
         if permute is not None:
             g = base.grid(perm=perm)
         else:
-            ys = prepared_layers(LayerStack(_Rows(Ys, perm, "Ys"), "Ys"), preprocess, None if fixed is None else [fixed[1]])
+            ys = prepared_layers(LayerStack(RowSubset(stack_y, perm), "Ys"), preprocess,
+                                 None if fixed is None else [fixed[1]])
             summarize_y = m.summarize_y or m.summarize_x
             g = LayerSummaries(m, base.params, base.n, base.x, [summarize_y(y, base.params) for y in ys], base.labels).grid()
         values[b] = reduce_grids(g[None], reduce_as, m.higher_is_better)[0]
@@ -253,13 +243,14 @@ def subsample_ci(
     size = round(frac * n)
     if not 2 <= size <= n - 1:
         raise UserError(f"frac={frac} gives subsets of {size} samples out of N={n}; expected 2 <= m <= N - 1")
+    stacks = _stack(Xs, "Xs"), _stack(Ys, "Ys")
     gen = torch.Generator().manual_seed(seed)
     scores = []
     for _ in _draws(n_sub, f"interval {m.id}", progress):
         idx = torch.randperm(n, generator=gen)[:size].sort().values
         try:
             sub = summarize_layers(
-                metric, _Rows(Xs, idx, "Xs"), _Rows(Ys, idx, "Ys"), preprocess=preprocess, **only, **params
+                metric, RowSubset(stacks[0], idx), RowSubset(stacks[1], idx), preprocess=preprocess, **only, **params
             )
         except UserError as exc:
             raise UserError(f"subsample_ci: subsets of {size} samples are too small for {metric}: {exc}") from None

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch.utils.weak import WeakIdKeyDictionary
 
 from platobench.errors import UserError
 
@@ -27,9 +28,10 @@ _INTEGER_DTYPES = frozenset(
 )
 
 
-def as_features(x: Any, name: str) -> torch.Tensor:
+def to_features(x: Any, name: str) -> torch.Tensor:
     """Convert a torch tensor or numpy array to a 2-D float tensor [N, D] (float32, or float64 when
-    given float64; integers and bools become float32), checking shape and finiteness."""
+    given float64; integers and bools become float32), checking its type and shape but not its values
+    (`as_features` also checks that they are finite)."""
     if isinstance(x, np.ndarray):
         if x.dtype.kind not in "biuf":
             raise UserError(f"{name} must hold real numbers, got numpy dtype {x.dtype}")
@@ -44,11 +46,51 @@ def as_features(x: Any, name: str) -> torch.Tensor:
         raise UserError(f"{name} is empty: shape {tuple(x.shape)}; expected N >= 2 samples and D >= 1 features")
     if not (x.is_floating_point() or x.dtype in _INTEGER_DTYPES or x.dtype == torch.bool):
         raise UserError(f"{name} must hold real numbers, got dtype {x.dtype}")
-    x = x.to(torch.float64 if x.dtype == torch.float64 else torch.float32)
+    return x.to(torch.float64 if x.dtype == torch.float64 else torch.float32)
+
+
+def as_features(x: Any, name: str) -> torch.Tensor:
+    """`to_features`, then a check that every value is finite (UserError counting the others)."""
+    x = to_features(x, name)
     if not torch.isfinite(torch.stack(x.aminmax())).all():  # one reduction pass; NaN propagates
         bad = (~torch.isfinite(x)).sum().item()
         raise UserError(f"{name} contains {bad} NaN/inf value(s); expected finite features")
     return x
+
+
+#: Layers the preprocessing made and already brought to the scale of `pow2_unit` (platobench.metrics.
+#: preprocess), each with its version counter then and its max |x|: `pow2_unit` returns them as they
+#: are and `api.check_varies` takes their peak without reading them again, unless they were modified
+#: in place since (the version counter moved).
+_UNIT_LAYERS: WeakIdKeyDictionary = WeakIdKeyDictionary()
+
+
+def mark_unit(x: torch.Tensor, peak: float) -> torch.Tensor:
+    """Record that x [N, D] is at the scale `pow2_unit` gives it, with max |x| = `peak`; returns x."""
+    _UNIT_LAYERS[x] = (x._version, peak)
+    return x
+
+
+def unit_peak(x: torch.Tensor) -> float | None:
+    """The max |x| recorded by `mark_unit` for x, unmodified since; else None."""
+    known = _UNIT_LAYERS.get(x)
+    return known[1] if known is not None and known[0] == x._version else None
+
+
+def pow2_scale(x: torch.Tensor, e: int) -> torch.Tensor:
+    """x times 2^-e, as `pow2_unit` multiplies (x itself for e = 0; two exact factors when 2^-e is not
+    a normal number of every float dtype)."""
+    if e == 0:
+        return x
+    if abs(e) < 100:
+        return x * 2.0**-e
+    a = -e // 2
+    return x * 2.0**a * 2.0 ** (-e - a)
+
+
+def pow2_exponent(peak: float) -> int:
+    """The e with 2^-e peak in [0.5, 1) (`math.frexp`); 0 for a peak of 0, inf or NaN (left as is)."""
+    return math.frexp(peak)[1] if 0.0 < peak < math.inf else 0
 
 
 def pow2_unit(x: torch.Tensor) -> torch.Tensor:
@@ -57,20 +99,11 @@ def pow2_unit(x: torch.Tensor) -> torch.Tensor:
     underflow of values far below the maximum), so a scale-invariant metric gives bit-identical scores
     on normal inputs, while inner products of tiny (1e-30 in float32) or huge (1e300 in float64)
     features no longer underflow or overflow. The factor is applied in two halves so that each is
-    representable even when x is subnormal."""
-    if x.numel() == 0:
+    representable even when x is subnormal. A layer `mark_unit` recorded is returned without a pass."""
+    if x.numel() == 0 or unit_peak(x) is not None:
         return x
     low, high = torch.aminmax(x)  # one pass, no |x| temporary
-    peak = max(-float(low), float(high))
-    if not 0.0 < peak < math.inf:
-        return x
-    e = math.frexp(peak)[1]  # peak = m 2^e, 0.5 <= m < 1
-    if e == 0:
-        return x
-    if abs(e) < 100:  # 2^-e is a normal number of every float dtype: one exact product
-        return x * 2.0**-e
-    a = -e // 2
-    return x * 2.0**a * 2.0 ** (-e - a)
+    return pow2_scale(x, pow2_exponent(max(-float(low), float(high))))
 
 
 def check_pair(x: torch.Tensor, y: torch.Tensor, xname: str = "X", yname: str = "Y") -> int:
