@@ -18,8 +18,8 @@ import pytest
 
 from platobench import cli
 from platobench.encoders import packaged
-from platobench.files import staging
 from platobench.features.store import FeatureStore
+from platobench.files import staging
 from platobench.files.atomic import atomic_dir, atomic_write_text
 
 REPO = Path(__file__).resolve().parents[1]

@@ -12,7 +12,7 @@ from platobench.bench.settings import Setting
 from platobench.metrics import get_metric
 from platobench.metrics.api import summarize_layers
 from platobench.metrics.selection import select
-from platobench.metrics.stats import chance_level, permutation_null, subsample_ci
+from platobench.metrics.stats import chance_level, interval_method, permutation_null, subsample_ci
 from platobench.results import (
     DatasetRef,
     IntervalRef,
@@ -139,8 +139,8 @@ def score_paired(
             summaries=summaries, **params,
         )
         ci = IntervalRef(
-            lo=lo, hi=hi, level=setting.ci_level,
-            method=f"subsampling without replacement, {setting.n_ci} subsets of {setting.ci_fraction:g} N",
+            lo=lo, hi=hi, level=setting.ci_level, method=interval_method(setting.metric, setting.n_ci, setting.ci_fraction),
+            estimand=metric.estimand,
         )
     return ResultRecord(
         git_sha=git_sha(),

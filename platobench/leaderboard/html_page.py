@@ -189,8 +189,10 @@ def render(boards: list[Board], records: list[ResultRecord], paper: list[dict[st
         f"<style>\n{static_text('leaderboard.css')}</style></head><body>", "<h1>platobench leaderboard</h1>",
         (f"<p>{len(records)} result records. Click a column header to sort that table (best first, click "
          "again to reverse); <code>missing</code> marks a value that was not measured (it sorts last). "
-         "<em>null mean</em>: mean score of the permutation null; <em>chance</em>: the score expected of "
-         f"unrelated representations; a p marked ≤ is at its permutation floor (see the note under its board). {html.escape(PARAMS_RULE)}</p>"),
+         "<em>null mean</em>: mean score of the permutation null, the selection of layers included: what a "
+         "score is judged against; <em>chance</em>: the closed-form score of one fixed layer pair of unrelated "
+         "representations, below the null mean of a best-of-grid score, so never its bar; "
+         f"a p marked ≤ is at its permutation floor (see the note under its board). {html.escape(PARAMS_RULE)}</p>"),
         f'<label>model family: <select id="family"><option value="">all</option>{options}</select></label>',
         "<noscript><p>The ranked tables need JavaScript; README.md and leaderboard.csv hold the same data.</p></noscript>",
     ]

@@ -233,7 +233,8 @@ def _knn_metric(
     return Metric(
         id=id, params=dict(_PARAMS), higher_is_better=True, symmetric=symmetric, invariances=_KNN_INVARIANCES,
         chance=chance or _no_chance, summarize_x=_summarize, combine=combine, validate=_validate(min_n),
-        description=description, range=range, identity_score=identity_score, extra={"permute": permute_knn},
+        description=description, range=range, identity_score=identity_score, interval="subsample",
+        estimand="expected_at_n", extra={"permute": permute_knn},
     )
 
 

@@ -37,6 +37,15 @@ def did_you_mean(value: Any, options: Any) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
+#: Resampling schemes of confidence intervals (`Metric.interval`, platobench.metrics.stats).
+INTERVAL_SCHEMES = ("jackknife", "subsample")
+#: What a confidence interval covers (`Metric.estimand`), in words for records and docs.
+ESTIMANDS = {
+    "population": "the population value of the selected layer pair's score (independent of N)",
+    "expected_at_n": "the expected score of N samples drawn from the population, the same layer selection "
+                     "applied (the score depends on N)",
+}
+
 #: Invariance names a `Metric` may declare (see `Metric.invariances`).
 INVARIANCES = ("rotation", "isotropic_scaling", "translation", "sample_permutation_joint")
 
@@ -69,6 +78,15 @@ class Metric:
         (T the identity included): the best value of `range` where the metric reaches it on equal
         inputs (1 for similarities, 0 for residuals), also for cknna (1, unbounded range); None when
         score(X, X) depends on X (cycle_knn: a sample's neighbours need not have it as a neighbour).
+    interval: how `stats.subsample_ci` resamples for its confidence interval, from `INTERVAL_SCHEMES`:
+        "jackknife" (grouped delete-d jackknife, for scores that are smooth functions of sample moments:
+        CKA, SVCCA, the in-sample rotation residual) or "subsample" (half-subsets, the delete-d jackknife
+        factor, for scores built on neighbour sets or a sample split: the kNN family, the held-out residual); each
+        chosen by simulation (platobench/metrics/calibration.py, docs/statistics.md).
+    estimand: what that interval is an interval for, from `ESTIMANDS`: "population" (a value of the
+        population independent of N, e.g. its CKA) or "expected_at_n" (the expected score of N samples
+        drawn from the population: kNN scores depend on N, chance k / (N - 1); the held-out residual on
+        how many samples fit the rotation).
     extra: optional hooks. extra["permute"](summary, perm) -> the summary of Y[perm] (row a of Y[perm]
         is row perm[a] of Y) computed from the summary of Y without redoing per-layer work; permutation
         nulls use it through `LayerSummaries.grid(perm=...)` (platobench.metrics.api).
@@ -87,12 +105,18 @@ class Metric:
     description: str = ""
     range: tuple[float, float] | None = None
     identity_score: float | None = None
+    interval: str = "jackknife"
+    estimand: str = "population"
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.invariances) - set(INVARIANCES))
         if unknown:
             raise ValueError(f"metric {self.id!r} declares unknown invariance(s) {unknown}; expected {INVARIANCES}")
+        if self.interval not in INTERVAL_SCHEMES:
+            raise ValueError(f"metric {self.id!r}: interval {self.interval!r} is not one of {INTERVAL_SCHEMES}")
+        if self.estimand not in ESTIMANDS:
+            raise ValueError(f"metric {self.id!r}: estimand {self.estimand!r} is not one of {sorted(ESTIMANDS)}")
 
     def resolve_params(self, given: dict[str, Any]) -> dict[str, Any]:
         """Defaults overlaid with `given`; unknown names raise UserError."""
@@ -122,6 +146,8 @@ class Metric:
             "invariances": list(self.invariances),
             "range": list(self.range) if self.range else None,
             "identity_score": self.identity_score,
+            "interval": self.interval,
+            "estimand": self.estimand,
             "description": self.description,
         }
 

@@ -11,7 +11,15 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    model_serializer,
+    model_validator,
+)
 
 from platobench import __version__
 from platobench.errors import UserError
@@ -85,6 +93,18 @@ class IntervalRef(_Strict):
     hi: Number
     level: Number
     method: str
+    # What the interval is for (platobench.metrics.registry.ESTIMANDS): "population" (a population value
+    # independent of N) or "expected_at_n" (the expected score of N samples); absent in records written
+    # before it was stated, and in zero-shot and stitch records, whose intervals say what they are in `method`.
+    estimand: Literal["population", "expected_at_n"] | None = None
+
+    @model_serializer(mode="wrap")
+    def _omit_unstated_estimand(self, handler: Any) -> dict[str, Any]:
+        """An older record, which never stated its estimand, is written back byte for byte."""
+        out = handler(self)
+        if out.get("estimand") is None:
+            out.pop("estimand", None)
+        return out
 
 
 class ResultRecord(_Strict):

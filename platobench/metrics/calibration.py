@@ -1,0 +1,282 @@
+"""Calibration of the statistics on synthetic populations with known values.
+
+Does a 95% interval of `stats.subsample_ci` contain the value it is an interval for (`Metric.estimand`) in
+95% of datasets, and does `stats.permutation_null` reject at alpha = .05 in at most 5% of datasets when X
+and Y are independent? Measured, not argued: draw many datasets of N samples from one population, run the
+project's own functions with the offline settings' sizes, count.
+
+Populations (`make_population`): a latent z [r] with scales `spectrum` (geometric 0.75^i: "distinct"
+eigenvalues; all 1: "flat"), layer l of each model x_l = z A_l + noise_l e (A_l [r, D] Gaussian, noise
+levels differ per layer, so one layer pair is clearly best, as in a real grid); "null" draws Y from a
+latent of its own. Known values:
+  population   linear CKA of layers (i, j) in closed form, ||S_xy||_F^2 / (||S_xx||_F ||S_yy||_F) with
+               S_xx = A_i^T diag(spectrum^2) A_i + noise_i^2 I (Kornblith et al. 2019); the selected pair's.
+  expected_at_n  the mean of the selected score over `truth_draws` independent datasets of the same N
+               (Monte Carlo; its own standard error is reported and is a small fraction of the interval).
+Run `python -m platobench.metrics.calibration --help`; docs/statistics.md holds the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from scipy import stats as scipy_stats
+
+from platobench.metrics.api import summarize_layers
+from platobench.metrics.registry import get_metric
+from platobench.metrics.selection import select, select_index
+from platobench.metrics.stats import permutation_null, subsample_ci
+
+
+@dataclass(frozen=True)
+class Population:
+    """A Gaussian latent-factor population of two models' layers (module docstring)."""
+
+    name: str
+    spectrum: np.ndarray  # [r] latent scales
+    x_maps: tuple[np.ndarray, ...]  # per layer [r, D]
+    y_maps: tuple[np.ndarray, ...]
+    x_noise: tuple[float, ...]
+    y_noise: tuple[float, ...]
+    independent: bool = False  # Y driven by a latent of its own: the null
+
+    def draw(self, n: int, rng: np.random.Generator) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+        """One dataset: X layers and Y layers, each float32 [n, D]."""
+        r = len(self.spectrum)
+        z = rng.standard_normal((n, r)) * self.spectrum
+        zy = rng.standard_normal((n, r)) * self.spectrum if self.independent else z
+
+        def layers(latent: np.ndarray, maps: Sequence[np.ndarray], noise: Sequence[float]) -> list[torch.Tensor]:
+            return [torch.from_numpy((latent @ a + s * rng.standard_normal((n, a.shape[1]))).astype(np.float32))
+                    for a, s in zip(maps, noise)]
+
+        return layers(z, self.x_maps, self.x_noise), layers(zy, self.y_maps, self.y_noise)
+
+    def linear_cka(self) -> np.ndarray:
+        """Population linear CKA of every layer pair, [Lx, Ly] (0 for the null)."""
+        s = np.diag(self.spectrum**2)
+
+        def cov(a: np.ndarray, noise: float) -> np.ndarray:
+            return a.T @ s @ a + noise**2 * np.eye(a.shape[1])
+
+        out = np.zeros((len(self.x_maps), len(self.y_maps)))
+        if self.independent:
+            return out
+        for i, (a, nx) in enumerate(zip(self.x_maps, self.x_noise)):
+            for j, (b, ny) in enumerate(zip(self.y_maps, self.y_noise)):
+                out[i, j] = float(((a.T @ s @ b) ** 2).sum() / math.sqrt((cov(a, nx) ** 2).sum() * (cov(b, ny) ** 2).sum()))
+        return out
+
+
+POPULATION_KINDS = ("distinct", "flat", "null")
+
+
+def make_population(kind: str, *, layers: int = 3, width: int = 16, rank: int = 8, strength: float = 0.4,
+                    seed: int = 0) -> Population:
+    """A population of `kind` ("distinct", "flat" or "null"); `strength` scales the noise (lower: closer
+    alignment; 0.4 puts mutual kNN k=10 at about .12-.20 at N = 644, the range of the offline board)."""
+    if kind not in POPULATION_KINDS:
+        raise ValueError(f"population kind must be one of {POPULATION_KINDS}, got {kind!r}")
+    g = np.random.default_rng(seed)
+    spectrum = 0.75 ** np.arange(rank) if kind == "distinct" else np.ones(rank)
+    maps = tuple(tuple(g.standard_normal((rank, width)) / math.sqrt(rank) for _ in range(layers)) for _ in range(2))
+    x_noise = tuple(strength * v for v in np.linspace(2.0, 0.8, layers))
+    y_noise = tuple(strength * v for v in np.roll(np.linspace(1.8, 1.0, layers), -1))
+    return Population(kind, spectrum, maps[0], maps[1], x_noise, y_noise, independent=kind == "null")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One statistic to calibrate: a metric with its parameters, preprocessing and layer selection, and
+    the null and interval sizes of the offline settings (platobench/bench/settings.yaml)."""
+
+    label: str
+    metric: str
+    params: dict[str, Any]
+    selection: str
+    preprocess: str
+    n_perm: int
+    n_sub: int = 20
+    frac: float = 0.5
+    scheme: str | None = None  # None: the metric's own `Metric.interval`
+
+    def score(self, xs: Any, ys: Any) -> float:
+        m = get_metric(self.metric)
+        grid = summarize_layers(self.metric, xs, ys, preprocess=self.preprocess, **self.params).grid()
+        return select(grid, self.selection, m.higher_is_better).score
+
+
+CASES = (
+    Case("mutual kNN", "mutual_knn", {"k": 10}, "best", "prh", 100),
+    Case("cycle kNN", "cycle_knn", {"k": 10}, "best", "prh", 100),
+    Case("CKNNA", "cknna", {"k": 10}, "best", "prh", 100),
+    Case("CKA, unbiased", "cka", {"kernel": "linear", "estimator": "unbiased"}, "best", "none", 50),
+    Case("CKA, biased", "cka", {"kernel": "linear", "estimator": "biased"}, "best", "none", 50),
+    Case("held-out rotation residual", "rotation_residual_heldout", {}, "last", "prh", 20),
+)
+
+
+def case_by_label(label: str) -> Case:
+    for case in CASES:
+        if case.label == label or case.metric == label:
+            return case
+    raise ValueError(f"no calibration case {label!r}; known: {[c.label for c in CASES]}")
+
+
+@dataclass(frozen=True)
+class Truth:
+    value: float
+    stderr: float  # Monte Carlo standard error (0 for a closed form)
+    how: str
+
+
+def known_value(case: Case, pop: Population, n: int, truth_draws: int, seed: int = 10**6) -> Truth:
+    """The value the case's interval is for (module docstring): closed-form population linear CKA when
+    the metric's estimand is the population value (preprocess "none"), else the Monte Carlo mean of the
+    selected score over `truth_draws` datasets of n samples."""
+    m = get_metric(case.metric)
+    if m.estimand == "population":
+        if case.metric != "cka" or case.params.get("kernel", "linear") != "linear" or case.preprocess != "none":
+            raise ValueError(f"no closed-form population value for {case.label} with preprocess {case.preprocess!r}")
+        grid = pop.linear_cka()
+        fixed = select_index(grid.shape, case.selection)
+        return Truth(float(grid.max() if fixed is None else grid[fixed]), 0.0, "closed form")
+    rng = np.random.default_rng(seed)
+    values = np.array([case.score(*pop.draw(n, rng)) for _ in range(truth_draws)])
+    return Truth(float(values.mean()), float(values.std(ddof=1) / math.sqrt(truth_draws)),
+                 f"mean of {truth_draws} datasets")
+
+
+@dataclass(frozen=True)
+class Coverage:
+    case: str
+    population: str
+    n: int
+    datasets: int
+    truth: Truth
+    below: int  # datasets whose interval lies above the truth (truth below lo)
+    above: int  # truth above hi
+    half_width: float  # mean half-width of the intervals (for an unclipped t interval, t_{B-1} x the mean se)
+    score_sd: float  # sd of the observed score over the datasets (what the interval should reflect)
+
+    @property
+    def coverage(self) -> float:
+        return 1 - (self.below + self.above) / self.datasets
+
+
+def coverage(case: Case, pop: Population, n: int, datasets: int, *, truth_draws: int = 400, level: float = 0.95,
+             seed: int = 0, progress: bool = False) -> Coverage:
+    """Coverage of `subsample_ci` over `datasets` datasets of n samples from `pop`."""
+    truth = known_value(case, pop, n, truth_draws)
+    rng = np.random.default_rng(seed)
+    below = above = 0
+    widths, scores = [], []
+    for d in range(datasets):
+        xs, ys = pop.draw(n, rng)
+        lo, hi = subsample_ci(case.metric, xs, ys, selection=case.selection, n_sub=case.n_sub, frac=case.frac,
+                              level=level, seed=d, preprocess=case.preprocess, scheme=case.scheme, **case.params)
+        below += truth.value < lo
+        above += truth.value > hi
+        widths.append((hi - lo) / 2)
+        scores.append(case.score(xs, ys))
+        if progress:
+            print(f"\r{case.label} {pop.name} N={n}: {d + 1}/{datasets}", end="", file=sys.stderr, flush=True)
+    if progress:
+        print(file=sys.stderr)
+    return Coverage(case.label, pop.name, n, datasets, truth, below, above, float(np.mean(widths)),
+                    float(np.std(scores, ddof=1)))
+
+
+@dataclass(frozen=True)
+class NullSize:
+    case: str
+    n: int
+    datasets: int
+    alpha: float
+    rejected: int  # datasets with p <= alpha
+
+    @property
+    def rate(self) -> float:
+        return self.rejected / self.datasets
+
+
+def null_size(case: Case, n: int, datasets: int, *, alpha: float = 0.05, seed: int = 0, population: Population | None = None,
+              progress: bool = False) -> NullSize:
+    """How often the permutation test rejects at `alpha` when X and Y are independent ("null" population)."""
+    pop = population or make_population("null")
+    rng = np.random.default_rng(seed)
+    rejected = 0
+    for d in range(datasets):
+        xs, ys = pop.draw(n, rng)
+        res = permutation_null(case.metric, xs, ys, selection=case.selection, n_perm=case.n_perm, seed=d,
+                               preprocess=case.preprocess, **case.params)
+        rejected += res.p_value <= alpha
+        if progress:
+            print(f"\rnull {case.label} N={n}: {d + 1}/{datasets}", end="", file=sys.stderr, flush=True)
+    if progress:
+        print(file=sys.stderr)
+    return NullSize(case.label, n, datasets, alpha, rejected)
+
+
+def t_quantile(n_sub: int, level: float = 0.95) -> float:
+    """The t quantile `subsample_ci` multiplies its standard error by."""
+    return float(scipy_stats.t.ppf(0.5 + level / 2, n_sub - 1))
+
+
+def _binomial_se(p: float, k: int) -> float:
+    return math.sqrt(max(p * (1 - p), 1e-12) / k)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m platobench.metrics.calibration",
+        description="Coverage of the confidence intervals and size of the permutation test on synthetic "
+        "populations with known values (module docstring); prints a markdown table.",
+    )
+    ap.add_argument("--datasets", type=int, default=200, help="datasets per cell (default 200)")
+    ap.add_argument("--n", type=int, nargs="+", default=[256, 644], help="sample counts (default 256 644)")
+    ap.add_argument("--cases", nargs="+", default=[c.metric + ("/" + c.params["estimator"] if "estimator" in c.params else "") for c in CASES],
+                    help="metric ids (cka/unbiased, cka/biased for the two CKA estimators)")
+    ap.add_argument("--populations", nargs="+", default=["distinct", "flat"], choices=POPULATION_KINDS[:2])
+    ap.add_argument("--truth-draws", type=int, default=400, help="datasets behind a Monte Carlo known value")
+    ap.add_argument("--scheme", choices=("jackknife", "subsample"), help="resample every case this way instead of "
+                    "as its metric declares (to compare the schemes)")
+    ap.add_argument("--frac", type=float, help="subset fraction of the subsample scheme (default: the case's, 0.5)")
+    ap.add_argument("--null-datasets", type=int, default=200, help="datasets of the null-size column (0: skip)")
+    args = ap.parse_args(argv)
+    torch.set_num_threads(1)
+    cases = []
+    for spec in args.cases:
+        metric, _, estimator = spec.partition("/")
+        case = next(c for c in CASES if c.metric == metric and c.params.get("estimator", "") == estimator)
+        cases.append(dataclasses.replace(case, scheme=args.scheme, frac=args.frac or case.frac))
+    print("| statistic | population | N | known value | coverage (±SE) | truth below lo / above hi | "
+          "mean se / sd of score | null rejection at .05 | s |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for case in cases:
+        for n in args.n:
+            size = null_size(case, n, args.null_datasets, progress=True) if args.null_datasets else None
+            for kind in args.populations:
+                t0 = time.perf_counter()
+                cov = coverage(case, make_population(kind), n, args.datasets, truth_draws=args.truth_draws, progress=True)
+                t = cov.truth
+                known = f"{t.value:.4f}" + (f" ± {t.stderr:.4f}" if t.stderr else "") + f" ({t.how})"
+                null = f"{size.rate:.3f} ({size.rejected}/{size.datasets})" if size else "-"
+                print(f"| {case.label} | {kind} | {n} | {known} | {cov.coverage:.3f} ± {_binomial_se(cov.coverage, cov.datasets):.3f} | "
+                      f"{cov.below / cov.datasets:.3f} / {cov.above / cov.datasets:.3f} | "
+                      f"{cov.half_width / (t_quantile(case.n_sub) * cov.score_sd):.2f} | {null} | {time.perf_counter() - t0:.0f} |", flush=True)
+                size = None  # printed once per (case, N)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
