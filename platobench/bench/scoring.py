@@ -140,7 +140,7 @@ def score_paired(
         )
         ci = IntervalRef(
             lo=lo, hi=hi, level=setting.ci_level, method=interval_method(setting.metric, setting.n_ci, setting.ci_fraction),
-            estimand=metric.estimand,
+            estimand=metric.estimand_for(params),
         )
     return ResultRecord(
         git_sha=git_sha(),

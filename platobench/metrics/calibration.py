@@ -144,7 +144,7 @@ def known_value(case: Case, pop: Population, n: int, truth_draws: int, seed: int
     the metric's estimand is the population value (preprocess "none"), else the Monte Carlo mean of the
     selected score over `truth_draws` datasets of n samples."""
     m = get_metric(case.metric)
-    if m.estimand == "population":
+    if m.estimand_for(m.resolve_params(case.params)) == "population":
         if case.metric != "cka" or case.params.get("kernel", "linear") != "linear" or case.preprocess != "none":
             raise ValueError(f"no closed-form population value for {case.label} with preprocess {case.preprocess!r}")
         grid = pop.linear_cka()

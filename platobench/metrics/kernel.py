@@ -187,6 +187,7 @@ CKA = register(
         "pairwise distance); float64.",
         range=(-1.0, 1.0),
         identity_score=1.0,
+        estimand=lambda p: "population" if p["estimator"] == "unbiased" else "expected_at_n",
         extra={"permute": _permute},
     )
 )

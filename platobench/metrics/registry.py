@@ -86,7 +86,9 @@ class Metric:
     estimand: what that interval is an interval for, from `ESTIMANDS`: "population" (a value of the
         population independent of N, e.g. its CKA) or "expected_at_n" (the expected score of N samples
         drawn from the population: kNN scores depend on N, chance k / (N - 1); the held-out residual on
-        how many samples fit the rotation).
+        how many samples fit the rotation); or a function of the resolved parameters that returns one
+        (CKA: "population" for the unbiased estimator, "expected_at_n" for the biased one, whose bias is
+        O(1 / N)). `estimand_for(params)` resolves it.
     extra: optional hooks. extra["permute"](summary, perm) -> the summary of Y[perm] (row a of Y[perm]
         is row perm[a] of Y) computed from the summary of Y without redoing per-layer work; permutation
         nulls use it through `LayerSummaries.grid(perm=...)` (platobench.metrics.api).
@@ -106,7 +108,7 @@ class Metric:
     range: tuple[float, float] | None = None
     identity_score: float | None = None
     interval: str = "jackknife"
-    estimand: str = "population"
+    estimand: str | Callable[[dict[str, Any]], str] = "population"
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -115,8 +117,15 @@ class Metric:
             raise ValueError(f"metric {self.id!r} declares unknown invariance(s) {unknown}; expected {INVARIANCES}")
         if self.interval not in INTERVAL_SCHEMES:
             raise ValueError(f"metric {self.id!r}: interval {self.interval!r} is not one of {INTERVAL_SCHEMES}")
-        if self.estimand not in ESTIMANDS:
+        if not callable(self.estimand) and self.estimand not in ESTIMANDS:
             raise ValueError(f"metric {self.id!r}: estimand {self.estimand!r} is not one of {sorted(ESTIMANDS)}")
+
+    def estimand_for(self, params: dict[str, Any]) -> str:
+        """What the interval of the score with these resolved parameters is for (a key of `ESTIMANDS`)."""
+        value = self.estimand(params) if callable(self.estimand) else self.estimand
+        if value not in ESTIMANDS:
+            raise ValueError(f"metric {self.id!r}: estimand {value!r} is not one of {sorted(ESTIMANDS)}")
+        return value
 
     def resolve_params(self, given: dict[str, Any]) -> dict[str, Any]:
         """Defaults overlaid with `given`; unknown names raise UserError."""
@@ -147,7 +156,7 @@ class Metric:
             "range": list(self.range) if self.range else None,
             "identity_score": self.identity_score,
             "interval": self.interval,
-            "estimand": self.estimand,
+            "estimand": self.estimand_for(self.params),
             "description": self.description,
         }
 
