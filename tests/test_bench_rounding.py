@@ -23,7 +23,7 @@ def _score(setting: Setting, xs: list[torch.Tensor], ys: list[torch.Tensor]):
 
 def _setting(metric: str = "mutual_knn", **kw) -> Setting:
     params = {"k": 5} if metric == "mutual_knn" else {}
-    return Setting(id="t", dataset="x", metric=metric, params=params, preprocess="l2", n_perm=0, n_ci=0, **kw)
+    return Setting(id="t", dataset="x", metric=metric, params=params, preprocess="l2", **{"n_perm": 0, "n_ci": 0, **kw})
 
 
 def test_distinct_samples_are_insensitive_to_rounding():
@@ -73,3 +73,19 @@ def test_record_tolerance_comes_from_the_recomputation_never_the_record():
                        extra={"check_tolerance": 0.5})
     tol, note = record_tolerance(wild, wild, 1e-3)
     assert tol == MAX_ROUNDING_TOLERANCE and "capped" in note
+
+
+def test_record_says_how_its_interval_was_made_and_what_it_is_for():
+    """ci.method names the scheme the metric declares; ci.estimand what the interval covers."""
+    g = torch.Generator().manual_seed(2)
+    z = torch.randn(80, 4, generator=g)
+    xs = [z @ torch.randn(4, 8, generator=g) + torch.randn(80, 8, generator=g)]
+    ys = [z @ torch.randn(4, 6, generator=g) + torch.randn(80, 6, generator=g)]
+    knn = _score(_setting(n_ci=6), xs, ys).ci
+    assert knn.estimand == "expected_at_n" and knn.method.startswith("subsampling without replacement: 6 subsets of 0.5 N")
+    cka = _score(_setting("cka", n_ci=6), xs, ys).ci
+    assert cka.estimand == "population" and cka.method.startswith("grouped jackknife: 6 seeded groups")
+    biased = _score(Setting(id="t", dataset="x", metric="cka", params={"estimator": "biased"}, preprocess="l2",
+                            n_perm=0, n_ci=6), xs, ys).ci
+    assert biased.estimand == "expected_at_n"
+    assert cka.lo < _score(_setting("cka", n_ci=6), xs, ys).score < cka.hi

@@ -157,6 +157,23 @@ def test_declarations_are_known_and_consistent():
             assert m.identity_score == best, m.id
 
 
+def test_every_metric_declares_how_its_interval_is_made_and_what_it_is_for():
+    from platobench.metrics.registry import ESTIMANDS, INTERVAL_SCHEMES
+
+    for m in list_metrics():
+        assert m.interval in INTERVAL_SCHEMES and m.estimand_for(m.params) in ESTIMANDS, m.id
+    cka = get_metric("cka")
+    assert [cka.estimand_for(cka.resolve_params({"estimator": e})) for e in ("unbiased", "biased")] == [
+        "population", "expected_at_n"]
+    assert {m.id for m in list_metrics() if m.interval == "subsample"} == {
+        "mutual_knn", "cycle_knn", "lcs_knn", "cknna", "rotation_residual_heldout"}
+    fields = {f: getattr(cka, f) for f in cka.__dataclass_fields__}
+    with pytest.raises(ValueError, match="bootstrap"):
+        Metric(**{**fields, "interval": "bootstrap"})
+    with pytest.raises(ValueError, match="population value"):
+        Metric(**{**fields, "estimand": "population value"})
+
+
 def test_a_metric_without_a_declaration_says_why_in_its_module_docstring():
     """Asymmetric metrics, metrics with no invariance and metrics with no identity score are explained."""
     for m in list_metrics():

@@ -34,7 +34,7 @@ from scipy import stats as scipy_stats
 from platobench.metrics.api import summarize_layers
 from platobench.metrics.registry import get_metric
 from platobench.metrics.selection import select, select_index
-from platobench.metrics.stats import permutation_null, subsample_ci
+from platobench.metrics.stats import chance_level, permutation_null, subsample_ci
 
 
 @dataclass(frozen=True)
@@ -203,6 +203,8 @@ class NullSize:
     datasets: int
     alpha: float
     rejected: int  # datasets with p <= alpha
+    above_chance: int | None = None  # datasets whose interval lies above the closed-form chance level
+    above_mean: int | None = None  # datasets whose interval lies above the null mean
 
     @property
     def rate(self) -> float:
@@ -210,21 +212,32 @@ class NullSize:
 
 
 def null_size(case: Case, n: int, datasets: int, *, alpha: float = 0.05, seed: int = 0, population: Population | None = None,
-              progress: bool = False) -> NullSize:
-    """How often the permutation test rejects at `alpha` when X and Y are independent ("null" population)."""
+              intervals: bool = False, progress: bool = False) -> NullSize:
+    """How often the permutation test rejects at `alpha` when X and Y are independent ("null" population);
+    with `intervals`, also how often the interval lies entirely above the metric's closed-form chance level
+    (None without one) and above the null mean: reading "above chance" off a best-of-grid interval."""
     pop = population or make_population("null")
+    chance = chance_level(case.metric, n, **case.params) if intervals else None
     rng = np.random.default_rng(seed)
     rejected = 0
+    above_chance = 0 if chance is not None else None
+    above_mean = 0 if intervals else None
     for d in range(datasets):
         xs, ys = pop.draw(n, rng)
         res = permutation_null(case.metric, xs, ys, selection=case.selection, n_perm=case.n_perm, seed=d,
                                preprocess=case.preprocess, **case.params)
         rejected += res.p_value <= alpha
+        if intervals:
+            lo, _ = subsample_ci(case.metric, xs, ys, selection=case.selection, n_sub=case.n_sub, frac=case.frac,
+                                 seed=d, preprocess=case.preprocess, scheme=case.scheme, **case.params)
+            above_mean += lo > res.mean
+            if chance is not None:
+                above_chance += lo > chance
         if progress:
             print(f"\rnull {case.label} N={n}: {d + 1}/{datasets}", end="", file=sys.stderr, flush=True)
     if progress:
         print(file=sys.stderr)
-    return NullSize(case.label, n, datasets, alpha, rejected)
+    return NullSize(case.label, n, datasets, alpha, rejected, above_chance, above_mean)
 
 
 def t_quantile(n_sub: int, level: float = 0.95) -> float:
@@ -236,13 +249,24 @@ def _binomial_se(p: float, k: int) -> float:
     return math.sqrt(max(p * (1 - p), 1e-12) / k)
 
 
+def _null_text(size: NullSize | None) -> str:
+    if size is None:
+        return "-"
+    text = f"{size.rate:.3f} ({size.rejected}/{size.datasets})"
+    if size.above_mean is not None:
+        text += f"; CI above null mean {size.above_mean / size.datasets:.3f}"
+        if size.above_chance is not None:
+            text += f", above chance {size.above_chance / size.datasets:.3f}"
+    return text
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m platobench.metrics.calibration",
         description="Coverage of the confidence intervals and size of the permutation test on synthetic "
         "populations with known values (module docstring); prints a markdown table.",
     )
-    ap.add_argument("--datasets", type=int, default=200, help="datasets per cell (default 200)")
+    ap.add_argument("--datasets", type=int, default=200, help="datasets per coverage cell (default 200; 0: only the null column)")
     ap.add_argument("--n", type=int, nargs="+", default=[256, 644], help="sample counts (default 256 644)")
     ap.add_argument("--cases", nargs="+", default=[c.metric + ("/" + c.params["estimator"] if "estimator" in c.params else "") for c in CASES],
                     help="metric ids (cka/unbiased, cka/biased for the two CKA estimators)")
@@ -251,6 +275,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--scheme", choices=("jackknife", "subsample"), help="resample every case this way instead of "
                     "as its metric declares (to compare the schemes)")
     ap.add_argument("--frac", type=float, help="subset fraction of the subsample scheme (default: the case's, 0.5)")
+    ap.add_argument("--null-intervals", action="store_true", help="on the null datasets, also count intervals "
+                    "above the chance level and above the null mean (one interval per dataset more)")
     ap.add_argument("--null-datasets", type=int, default=200, help="datasets of the null-size column (0: skip)")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
@@ -264,13 +290,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("|---|---|---|---|---|---|---|---|---|")
     for case in cases:
         for n in args.n:
-            size = null_size(case, n, args.null_datasets, progress=True) if args.null_datasets else None
-            for kind in args.populations:
+            size = (null_size(case, n, args.null_datasets, intervals=args.null_intervals, progress=True)
+                    if args.null_datasets else None)
+            if not args.datasets:
+                print(f"| {case.label} | null | {n} | - | - | - | - | {_null_text(size)} | - |", flush=True)
+            for kind in args.populations if args.datasets else ():
                 t0 = time.perf_counter()
                 cov = coverage(case, make_population(kind), n, args.datasets, truth_draws=args.truth_draws, progress=True)
                 t = cov.truth
                 known = f"{t.value:.4f}" + (f" ± {t.stderr:.4f}" if t.stderr else "") + f" ({t.how})"
-                null = f"{size.rate:.3f} ({size.rejected}/{size.datasets})" if size else "-"
+                null = _null_text(size)
                 print(f"| {case.label} | {kind} | {n} | {known} | {cov.coverage:.3f} ± {_binomial_se(cov.coverage, cov.datasets):.3f} | "
                       f"{cov.below / cov.datasets:.3f} / {cov.above / cov.datasets:.3f} | "
                       f"{cov.half_width / (t_quantile(case.n_sub) * cov.score_sd):.2f} | {null} | {time.perf_counter() - t0:.0f} |", flush=True)
