@@ -80,8 +80,9 @@ class Metric:
         score(X, X) depends on X (cycle_knn: a sample's neighbours need not have it as a neighbour).
     interval: how `stats.subsample_ci` resamples for its confidence interval, from `INTERVAL_SCHEMES`:
         "jackknife" (grouped delete-d jackknife, for scores that are smooth functions of sample moments:
-        CKA, SVCCA, the in-sample rotation residual) or "subsample" (half-subsets, the delete-d jackknife
-        factor, for scores built on neighbour sets or a sample split: the kNN family, the held-out residual); each
+        CKA, SVCCA, the in-sample rotation residual; and cycle kNN, which half-subsets under-cover) or
+        "subsample" (half-subsets, the delete-d jackknife factor, for scores built on neighbour sets or a
+        sample split: mutual kNN, LCS, CKNNA, the held-out residual); each
         chosen by simulation (platobench/metrics/calibration.py, docs/statistics.md).
     estimand: what that interval is an interval for, from `ESTIMANDS`: "population" (a value of the
         population independent of N, e.g. its CKA) or "expected_at_n" (the expected score of N samples

@@ -20,14 +20,14 @@ inside each subset, give a standard error s; the interval is obs +- t_{B-1, (1+l
 metric's range. The metric declares how the subsets are drawn (`Metric.interval`):
   jackknife   a seeded partition of the N samples into B groups; subset b leaves group b out; s^2 =
               (B - 1) / B sum_b (score_b - mean)^2, the grouped (delete-a-group) jackknife (Quenouille
-              1956; Efron & Stein 1981; Shao & Tu 1995, sec. 2.3). For smooth statistics of sample moments.
+              1956; Efron & Stein 1981; Shao & Tu 1995, sec. 2.3). For smooth statistics of sample moments
+              (CKA, SVCCA, the in-sample residual), and for cycle kNN, which half-subsets under-cover (.90).
   subsample   B seeded subsets of m = round(frac N) samples; s = sd(score_b) sqrt(m / (N - m)), the
-              delete-d jackknife factor (Shao & Wu 1989, d = N - m; 1 for half-samples). For scores built
-              on neighbour sets or a sample split (the kNN family, the held-out residual), where leaving out
-              a few samples moves the score by jumps: the grouped jackknife overstates their spread by up to
-              1.8x, Politis & Romano's sqrt(m / N) understates it (cycle kNN: coverage .79). Near chance the
-              variance of a kNN score falls like 1 / N^2 rather than 1 / N, and this interval is wider than
-              it needs to be (coverage up to .99): conservative, never short.
+              delete-d jackknife factor (Shao & Wu 1989, d = N - m; 1 for half-samples). For mutual kNN,
+              LCS, CKNNA and the held-out residual, where leaving out a few samples moves the score by
+              jumps (neighbour lists, another fit / held-out split): the grouped jackknife overstates their
+              spread 1.3-3x, Politis & Romano's sqrt(m / N) understates it. This factor overstates it too,
+              less (mutual kNN: standard error 1.1-1.3x, coverage .975-.985): conservative, never short.
 Each choice, and the t quantile in place of B-quantiles of the subset scores (which for B = 20 read the
 tails from the two extreme draws and under-covered: CKA .86-.88 at nominal .95), was made by simulation:
 platobench/metrics/calibration.py measures the coverage on synthetic populations with known values,
