@@ -7,7 +7,7 @@ per-evaluation times measured roughly on 2 CPU cores and fitted to the runtimes 
   paired      cells x (1 + n_perm + n_ci) evaluations, cells = Lx x Ly for "best" (1 for a fixed pair);
               one evaluation on N samples takes EVAL_S + PAIR_S N^2 s (kNN lists and Gram products),
               times SLOW_METRICS[metric] for metrics whose null re-summarises or re-orthogonalises; each
-              interval subset of m = ci_fraction N samples also re-summarises its layers (Lx + Ly, or 2)
+              interval subset of m samples (ci_fraction N, or N - N / n_ci for a jackknife) also re-summarises its layers (Lx + Ly, or 2)
               of width D (the zoo entry's, DEFAULT_WIDTH when unknown), SUMMARY_S + SUMMARY_CELL_S m D s each.
   zero-shot   cells x seeds x (restarts + 1) matching solves of C classes, FAQ_S + FAQ_CUBE_S C^3 s each
               (C! / 10^6 s for the brute-force solver), cells as above (2 when the last pair is also scored).
@@ -24,17 +24,19 @@ from dataclasses import dataclass
 from platobench.errors import UserError
 
 EVAL_S = 1e-5
-PAIR_S = 2e-9
-SUMMARY_S = 2e-4
-SUMMARY_CELL_S = 5e-8
+PAIR_S = 3.6e-10
+SUMMARY_S = 1e-4
+SUMMARY_CELL_S = 2.5e-8
 DEFAULT_WIDTH = 1024
-#: Multipliers of the per-evaluation time: rotation_residual_heldout re-fits its map for every draw,
-#: svcca's permutation re-orthogonalises the permuted bases.
-SLOW_METRICS = {"rotation_residual_heldout": 800.0, "svcca": 300.0}
+#: Multipliers of the per-evaluation time: rotation_residual_heldout re-fits its map for every draw (fitted
+#: to demo-rotation), svcca's permutation re-orthogonalises the permuted bases (no offline setting to fit it
+#: to: kept at the seconds per evaluation on 644 samples it had before the refit of 2026-12).
+SLOW_METRICS = {"rotation_residual_heldout": 1400.0, "svcca": 1600.0}
 FAQ_S = 1e-3
 FAQ_CUBE_S = 1.5e-7
 #: Estimated seconds of statistics above which `run` asks for --yes (2 hours: the committed offline
-#: board, 42 pairs x 7 settings from an empty results folder, is estimated at ~1 h and runs in ~1 h).
+#: board, 42 pairs x 7 settings from an empty results folder, is estimated at ~26 min and its records'
+#: runtimes add up to ~26 min).
 CONFIRM_S = 7200.0
 #: Estimated seconds no run may exceed, even with --yes (7 days).
 MAX_S = 7 * 86400.0
@@ -50,11 +52,12 @@ class JobCost:
 
 
 def paired_cost(label: str, metric: str, n: int, cells: int, layers: int, width: int | None, n_perm: int,
-                n_ci: int, ci_fraction: float) -> JobCost:
+                n_ci: int, ci_fraction: float, scheme: str = "subsample") -> JobCost:
     """Cost of a paired job: N samples, `cells` scored layer pairs of `layers` summarised layers of `width`
-    features (None: unknown), n_perm null draws, n_ci interval subsets of ci_fraction N samples."""
+    features (None: unknown), n_perm null draws, n_ci interval subsets: of ci_fraction N samples for the
+    "subsample" scheme, of N - ceil(N / n_ci) for the "jackknife" one (`Metric.interval`)."""
     slow = SLOW_METRICS.get(metric, 1.0)
-    m = round(ci_fraction * n)
+    m = n - math.ceil(n / max(n_ci, 1)) if scheme == "jackknife" else round(ci_fraction * n)
     per_draw = cells * (EVAL_S + PAIR_S * n * n) * slow
     per_subset = cells * (EVAL_S + PAIR_S * m * m) * slow + layers * (SUMMARY_S + SUMMARY_CELL_S * m * (width or DEFAULT_WIDTH))
     return JobCost(label, float(cells) * (1 + n_perm + n_ci), (1 + n_perm) * per_draw + n_ci * per_subset)

@@ -25,6 +25,7 @@ from platobench.errors import UserError
 from platobench.features.extract import extract, feature_key, note_limit, parallel_state
 from platobench.features.slices import cached_superset
 from platobench.features.store import FeatureEntry, FeatureStore
+from platobench.metrics.registry import get_metric
 from platobench.metrics.stats import draw_bars
 from platobench.results import ResultRecord, load_record, record_limit, record_path, write_record
 from platobench.zoo import ModelSpec
@@ -110,7 +111,7 @@ def job_cost(job: Job, inputs: JobInputs) -> JobCost | None:
     cells, layers = (shape[0] * shape[1], shape[0] + shape[1]) if fixed is None else (1, 2)
     widths = [w for w in (job.language.width, job.vision.width) if w is not None]
     return paired_cost(label, s.metric, len(inputs.image_data), cells, layers, max(widths, default=None), s.n_perm,
-                       s.n_ci, s.ci_fraction)
+                       s.n_ci, s.ci_fraction, get_metric(s.metric).interval)
 
 
 def job_inputs(setting: Setting, limit: int | None, cache: dict[Any, Any]) -> JobInputs:
