@@ -94,6 +94,8 @@ def test_a_changed_recomputed_statistic_fails(env, capsys, setting, path, value)
     ("tiny-cka", "dataset.revision", "other"),
     ("tiny-mknn", "null.n_perm", 100),
     ("tiny-mknn", "null.seed", 3),
+    ("tiny-mknn", "ci.estimand", "population"),
+    ("tiny-cka", "ci.method", "percentile bootstrap"),
     ("tiny-mknn", "kind", "zeroshot"),
 ])
 def test_stated_metadata_that_would_not_be_run_is_a_failure(env, capsys, setting, path, value):

@@ -5,7 +5,7 @@ bounds and level, grid cells) are recomputed and compared within a tolerance (`c
 Everything else is stated, not measured, and must equal exactly what would be run (`mismatches` ->
 `Mismatch`): the setting id and kind, the metric (id, resolved params, preprocessing, selection,
 direction), each model's name, revision, size and kind, the dataset's name, revision, n and fingerprint,
-the null's draws and seed, and the chosen layers (`chosen_layers`, which allows only a near tie).
+the null's draws and seed, the interval's method and estimand, and the chosen layers (`chosen_layers`, which allows only a near tie).
 """
 
 from __future__ import annotations
@@ -27,7 +27,9 @@ EXACT_FIELDS = (
     "vision.name", "vision.revision", "vision.params_m", "vision.kind", "dataset.name", "dataset.revision",
     "dataset.n", "dataset.fingerprint",
 )
-EXACT_STAT_FIELDS = ("null.n_perm", "null.seed")  # compared where both sides have a null
+# compared where both sides have a null / an interval: how the interval was made and what it is for are
+# stated by the record and must be what the metric declares (an edited estimand would change its reading)
+EXACT_STAT_FIELDS = ("null.n_perm", "null.seed", "ci.method", "ci.estimand")
 SETTING_IGNORED = frozenset({"description"})  # a setting's fields that are not part of the protocol
 
 
@@ -113,7 +115,8 @@ def _json_at(dump: dict[str, Any], path: str) -> Any:
 
 def mismatches(old: ResultRecord, new: ResultRecord, *, statistics: bool = True) -> list[Mismatch]:
     """The stated fields of `old` that differ from `new`, the record of what would be run (exact; the
-    null's n_perm and seed with `statistics`, where both records have a null)."""
+    null's n_perm and seed and the interval's method and estimand with `statistics`, where both records
+    have a null / an interval)."""
     a, b = old.model_dump(mode="json"), new.model_dump(mode="json")
     fields = [*EXACT_FIELDS]
     if statistics:
