@@ -21,11 +21,11 @@ from platobench.bench.run_command import SCORERS
 from platobench.bench.runner import Job, RunOptions, execute, plan_rows
 from platobench.bench.settings import Catalog, Setting
 from platobench.bench.zeroshot_inputs import ZeroshotOptions, first_per_class, prompt_set
-from platobench.bench.zeroshot_scoring import random_matching_tail
 from platobench.data import ClassDataset, PairedDataset
 from platobench.encoders import TextEncoder, VisionEncoder
 from platobench.errors import UserError
 from platobench.features.store import FeatureStore
+from platobench.metrics.zeroshot import random_matching_tail
 from platobench.results import load_record
 from platobench.zoo import ModelSpec, python_code
 

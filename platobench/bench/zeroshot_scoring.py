@@ -21,7 +21,8 @@ Which layers (`Setting.selection`):
 Null (non-"best" selections): a uniform random matching of C classes has F fixed points, E[F] = 1 and
 Var[F] = 1 (C >= 2), so top-1 = F/C has mean and std 1/C; its exact tail P(F >= k) follows from the
 rencontres numbers. The record's p-value is the median over seeds of P(F >= correct matches of that
-seed); calibrated = (score - 1/C) / (1 - 1/C) (as `metrics.stats`).
+seed) (with tied classes, of the expected count: a seeded Monte Carlo tail, `metrics.zeroshot.null_tail`);
+calibrated = (score - 1/C) / (1 - 1/C) (as `metrics.stats`).
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ import itertools
 import math
 import time
 from collections.abc import Sequence
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -41,7 +41,7 @@ from platobench.bench.settings import Setting
 from platobench.bench.zeroshot_inputs import PromptSet, ZeroshotOptions
 from platobench.errors import UserError
 from platobench.metrics.selection import select, select_index
-from platobench.metrics.zeroshot import METRIC_ID, zeroshot_eval
+from platobench.metrics.zeroshot import METRIC_ID, NULL_DRAWS, zeroshot_eval
 from platobench.results import DatasetRef, IntervalRef, MetricRef, NullRef, ResultRecord, git_sha
 from platobench.zoo import ModelSpec
 
@@ -49,18 +49,6 @@ BEST_CAVEAT = (
     "best over the layer grid: the layer pair is chosen with the labels of the scored classes, so the "
     "score is not pair-free and is biased upwards; see label_free_choice for the pair-free choice"
 )
-
-
-def random_matching_tail(n: int, k: int) -> float:
-    """P(F >= k) for F the number of fixed points of a uniform random permutation of n items (exact:
-    P(F = j) = D(n - j) / (j! (n - j)!), D the derangement numbers)."""
-    if k <= 0:
-        return 1.0
-    derangements = [1, 0]
-    for m in range(2, n + 1):
-        derangements.append((m - 1) * (derangements[-1] + derangements[-2]))
-    tail = sum(Fraction(derangements[n - j], math.factorial(j) * math.factorial(n - j)) for j in range(k, n + 1))
-    return float(tail)
 
 
 def _numpy(t: Any) -> np.ndarray:
@@ -145,15 +133,16 @@ def score_zeroshot(
         if last != pick:
             cells[last] = evaluate(*last)
     result = cells[pick]
-    n_classes = result["n_classes"]
     chance = result["chance"]
     null = calibrated = None
     if fixed is not None:
-        correct = [round(v * n_classes) for v in result["extra"]["top1"]["per_seed"]]
         null = NullRef(
-            mean=chance, std=chance, p_value=float(np.median([random_matching_tail(n_classes, k) for k in correct])),
+            mean=chance, std=chance, p_value=float(np.median(result["null_tails"])),
             n_perm=0, seed=setting.seed,
-            method="exact: top-1 of a uniform random matching of the classes; p = median over seeds of P(F >= correct)",
+            method=("exact: top-1 of a uniform random matching of the classes; p = median over seeds of P(F >= correct)"
+                    if "tied_classes" not in result["extra"] else
+                    "top-1 of a uniform random matching of the classes, tied classes counted in expectation; p = median "
+                    f"over seeds of P(count >= observed), {NULL_DRAWS} seeded uniform matchings"),
         )
         calibrated = (result["score"] - chance) / (1 - chance)
     per_seed = [float(v) for v in result["extra"]["top1"]["per_seed"]]

@@ -9,7 +9,14 @@ JEPA follow-up of the Platonic Representation Hypothesis):
    class name in each template -> [C, D_txt] (deterministic; no seed).
 3. Each side's cosine kernel [C, C] is standardised and the classes are matched with
    `platobench.metrics.matching.blind_match` (only each modality's own geometry is used).
-4. Top-1 accuracy: share of image classes matched to their own name. Top-5: share of image classes
+4. Top-1 accuracy: share of image classes matched to their own name, in expectation over the matchings
+   the kernels cannot tell apart: classes whose l2-normalised embeddings are identical on one side
+   (e.g. names of equal length under the caption-length baseline) have identical kernel rows, so
+   relabelling them leaves the objective unchanged and which of them the solver picks is decided by
+   float rounding. Such classes are counted as a uniform draw among their tie group (`assignment_weights`);
+   without ties this is the plain share. Its null tail is exact (rencontres numbers) without ties and a
+   seeded Monte Carlo estimate (`NULL_DRAWS` uniform matchings) with them (top-5 is not corrected: among
+   tied classes it follows the solver's pick). Top-5: share of image classes
    whose own name is in their top-5 candidate list (`matching.candidate_lists`: the assigned name,
    then the 4 names of largest first-order gain under the solution). Chance: 1/C and min(5, C)/C,
    the expected accuracies of a uniformly random matching.
@@ -21,6 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -38,6 +46,49 @@ from platobench.metrics.matching import (
 
 METRIC_ID = "zeroshot_matching"
 TOP_K = 5
+#: Uniform random matchings behind the null tail of a top-1 with tied classes.
+NULL_DRAWS = 10_000
+
+
+def random_matching_tail(n: int, k: int) -> float:
+    """P(F >= k) for F the number of fixed points of a uniform random permutation of n items (exact:
+    P(F = j) = D(n - j) / (j! (n - j)!), D the derangement numbers)."""
+    if k <= 0:
+        return 1.0
+    derangements = [1, 0]
+    for m in range(2, n + 1):
+        derangements.append((m - 1) * (derangements[-1] + derangements[-2]))
+    tail = sum(Fraction(derangements[n - j], math.factorial(j) * math.factorial(n - j)) for j in range(k, n + 1))
+    return float(tail)
+
+
+def tie_groups(E: Any) -> np.ndarray:
+    """int64 [C]: a group label per row of class embeddings E [C, D]; rows identical after l2
+    normalisation share one (their cosine kernel rows are identical: no matching can tell them apart)."""
+    U = np.asarray(E, dtype=np.float64)
+    U = U / np.linalg.norm(U, axis=1, keepdims=True)
+    return np.unique(U, axis=0, return_inverse=True)[1].reshape(-1).astype(np.int64)
+
+
+def assignment_weights(image_groups: np.ndarray, text_groups: np.ndarray) -> np.ndarray:
+    """W [C, C]: the expected number of correct classes contributed by matching image class a to name t,
+    when image class a is relabelled uniformly within its tie group G(a) and name t within its group H(t):
+    W[a, t] = #{c in G(a): c in H(t)} / (|G(a)| |H(t)|). Top-1 count of a matching p: sum_a W[a, p[a]];
+    without ties W is the identity and that is the number of fixed points."""
+    same_a = (image_groups[:, None] == image_groups[None, :]).astype(np.float64)
+    same_t = (text_groups[:, None] == text_groups[None, :]).astype(np.float64)
+    return (same_a @ same_t) / (same_a.sum(1)[:, None] * same_t.sum(0)[None, :])
+
+
+def null_tail(weights: np.ndarray, correct: float, seed: int) -> float:
+    """P(top-1 count >= `correct`) under a uniform random matching: exact for W = I, else (1 + #draws
+    >= correct) / (NULL_DRAWS + 1) over seeded uniform matchings."""
+    n = weights.shape[0]
+    if np.array_equal(weights, np.eye(n)):
+        return random_matching_tail(n, round(correct))
+    perms = np.argsort(np.random.default_rng([seed, n]).random((NULL_DRAWS, n)), axis=1)
+    counts = weights[np.arange(n)[None, :], perms].sum(axis=1)
+    return float((1 + np.sum(counts >= correct - 1e-9)) / (NULL_DRAWS + 1))
 
 
 def _to_numpy(x: Any, name: str) -> np.ndarray:
@@ -129,7 +180,8 @@ def match_classes(
 ) -> dict[str, Any]:
     """Blind-match C image classes [C, D_img] to C class names [C, D_txt]; row c of each is class c.
 
-    Returns top1, top5 (accuracies in [0, 1]), correlation (of the standardised kernels under the
+    Returns top1 (expected over tied classes, module docstring), null_tail (P(top-1 >= it) under a
+    uniform matching), tied_classes (index groups per side), top5 (accuracies in [0, 1]), correlation (of the standardised kernels under the
     found matching), truth_correlation (under the true matching; above `correlation` means the solver
     missed a better optimum), objective and permutation (image class c -> name permutation[c]).
     """
@@ -141,8 +193,14 @@ def match_classes(
     truth = np.arange(n)
     candidates = candidate_lists(A, B, result.permutation, k=TOP_K)
     truth_objective = qap_objective(standardize_kernel(A, "A"), standardize_kernel(B, "B"), truth)
+    groups = tie_groups(image_class), tie_groups(text_class)
+    weights = assignment_weights(*groups)
+    correct = float(weights[truth, result.permutation].sum())
     return {
-        "top1": float(np.mean(result.permutation == truth)),
+        "top1": correct / n,
+        "null_tail": null_tail(weights, correct, seed),
+        "tied_classes": {side: sorted(np.flatnonzero(g == v).tolist() for v in np.unique(g) if (g == v).sum() > 1)
+                         for side, g in zip(("image", "text"), groups)},
         "top5": float(np.mean((candidates == truth[:, None]).any(axis=1))),
         "objective": result.objective,
         "correlation": result.correlation,
@@ -192,7 +250,7 @@ def zeroshot_eval(
     text_feats_per_class: [C, T, D_txt] or a list of C [T_c, D_txt] (templates per class), or (with
         text_layer) a sequence over layers of those.
     Returns a JSON-ready dict for a result record (kind "zeroshot"): metric_id, params, score (mean
-    top-1), chance (1/C), higher_is_better, n_classes, and extra (top1/top5/correlation/
+    top-1), null_tails (per seed, `null_tail`), chance (1/C), higher_is_better, n_classes, and extra (top1/top5/correlation/
     truth_correlation as {mean, std, per_seed}, chance_top5, permutations, images per class).
     """
     seeds = list(seeds)
@@ -212,6 +270,11 @@ def zeroshot_eval(
     ]
     counts = np.bincount(_check_labels(labels, len(image_feats), n_classes), minlength=n_classes)
     top1 = _mean_std([r["top1"] for r in per_seed])
+    tied = {}
+    if any(r["tied_classes"]["image"] or r["tied_classes"]["text"] for r in per_seed):
+        tied = {"tied_classes": {
+            "text": per_seed[0]["tied_classes"]["text"], "image_per_seed": [r["tied_classes"]["image"] for r in per_seed],
+            "top1": "expected over uniform relabellings within each group (the kernels cannot tell them apart)"}}
     return {
         "metric_id": METRIC_ID,
         "params": {
@@ -223,6 +286,7 @@ def zeroshot_eval(
             "k": TOP_K,
         },
         "score": top1["mean"],
+        "null_tails": [r["null_tail"] for r in per_seed],
         "chance": 1.0 / n_classes,
         "higher_is_better": True,
         "n_classes": n_classes,
@@ -235,6 +299,7 @@ def zeroshot_eval(
             "permutations": [r["permutation"] for r in per_seed],
             "images_per_class": {"min": int(counts.min()), "max": int(counts.max()), "n_images": int(counts.sum())},
             "layers": {"image": image_layer, "text": text_layer},
+            **tied,
         },
     }
 
@@ -244,5 +309,6 @@ __all__ = [
     "class_image_embeddings",
     "class_text_embeddings",
     "match_classes",
+    "random_matching_tail",
     "zeroshot_eval",
 ]
