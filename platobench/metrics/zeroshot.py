@@ -181,8 +181,8 @@ def match_classes(
     """Blind-match C image classes [C, D_img] to C class names [C, D_txt]; row c of each is class c.
 
     Returns top1 (expected over tied classes, module docstring), null_tail (P(top-1 >= it) under a
-    uniform matching), tied_classes (index groups per side), top5 (accuracies in [0, 1]), correlation (of the standardised kernels under the
-    found matching), truth_correlation (under the true matching; above `correlation` means the solver
+    uniform matching), tied_classes (index groups per side), top5 (accuracies in [0, 1]), correlation
+    (of the standardised kernels under the found matching), truth_correlation (under the true matching; above `correlation` means the solver
     missed a better optimum), objective and permutation (image class c -> name permutation[c]).
     """
     A, B = cosine_kernel(image_class), cosine_kernel(text_class)
@@ -250,8 +250,9 @@ def zeroshot_eval(
     text_feats_per_class: [C, T, D_txt] or a list of C [T_c, D_txt] (templates per class), or (with
         text_layer) a sequence over layers of those.
     Returns a JSON-ready dict for a result record (kind "zeroshot"): metric_id, params, score (mean
-    top-1), null_tails (per seed, `null_tail`), chance (1/C), higher_is_better, n_classes, and extra (top1/top5/correlation/
-    truth_correlation as {mean, std, per_seed}, chance_top5, permutations, images per class).
+    top-1), null_tails (per seed, `null_tail`), chance (1/C), higher_is_better, n_classes, and extra
+    (top1/top5/correlation/truth_correlation as {mean, std, per_seed}, chance_top5, permutations, images
+    per class, and tied_classes when any class ties).
     """
     seeds = list(seeds)
     if not seeds or any(isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 0 for s in seeds):
