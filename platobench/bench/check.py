@@ -62,6 +62,8 @@ from platobench.results import ResultRecord, load_records_checked
 from platobench.zoo import zoo_from_args
 
 if TYPE_CHECKING:  # torch (features, scorers, runner) loads when a record is checked, not for `check --help`
+    from collections.abc import Sequence
+
     import torch
 
     from platobench.bench.jobs import JobInputs
@@ -215,7 +217,7 @@ class Checker:
         out.layers = (record.layers, new.layers)
         return out, new
 
-    def _maybe_perturb(self, layers: list[torch.Tensor]) -> list[torch.Tensor]:
+    def _maybe_perturb(self, layers: Sequence[torch.Tensor]) -> Sequence[torch.Tensor]:
         """Each [N, D] layer times (1 + perturb * e), e ~ N(0, 1) from a seeded generator; as is when 0."""
         if not self.perturb:
             return layers

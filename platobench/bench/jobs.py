@@ -33,7 +33,7 @@ SCORER_PATHS: dict[str, tuple[str, str]] = {
     "zeroshot": ("platobench.bench.zeroshot_scoring", "score_zeroshot"),
 }
 
-LayerTransform = Callable[[list["torch.Tensor"]], list["torch.Tensor"]]
+LayerTransform = Callable[[Sequence["torch.Tensor"]], Sequence["torch.Tensor"]]
 
 
 class Scorer(Protocol):
@@ -117,7 +117,7 @@ def score_job(
     a, b = entries
     if job_in.paired:
         check_same_samples(a, b)
-    layers_a, layers_b = list(a.layers), list(b.layers)
+    layers_a, layers_b = a.cached_layers(), b.cached_layers()  # statistics saved beside each entry
     if transform is not None:
         layers_a, layers_b = transform(layers_a), transform(layers_b)
     ds = job_in.image_data

@@ -11,6 +11,7 @@ import torch
 from platobench.bench.settings import Setting
 from platobench.metrics import get_metric
 from platobench.metrics.api import summarize_layers
+from platobench.metrics.cached_layers import take_layers
 from platobench.metrics.selection import select
 from platobench.metrics.stats import chance_level, interval_method, permutation_null, subsample_ci
 from platobench.results import (
@@ -116,8 +117,7 @@ def score_paired(
     if not rows or not cols:
         side = "language" if not rows else "vision"
         raise ValueError(f"every layer of the {side} model is constant across the samples; nothing to score")
-    lang_layers = [lang_layers[i] for i in rows]
-    vis_layers = [vis_layers[j] for j in cols]
+    lang_layers, vis_layers = take_layers(lang_layers, rows), take_layers(vis_layers, cols)
     summaries = summarize_layers(setting.metric, lang_layers, vis_layers, preprocess=setting.preprocess, **params)
     grid = summaries.grid()
     chosen = select(grid, setting.selection, metric.higher_is_better)

@@ -8,6 +8,7 @@ Layout under the root (`$PLATOBENCH_HOME/features` by default)::
     <d[:2]>/<d>/partial/chunk-<start>-<stop>-<sha256>.safetensors   rows [start, stop) of every layer
     <d[:2]>/<d>/layer-<i>.safetensors   layer i (position in `layer_ids`) as one [N, D_i] tensor
     <d[:2]>/<d>/manifest.json           written last: the full key, ids, shapes, dtype, sha256 per file
+    <d[:2]>/<d>/statistics/             statistics of the layers, computed once (`features.statistics`)
 
 where d = `FeatureKey.digest()`. Every file is written to a temporary name, fsynced and renamed, so a
 reader sees a file whole or not at all, and an entry is complete exactly when its manifest exists. A run
@@ -48,6 +49,7 @@ from platobench.dtypes import DTYPE_NAMES
 from platobench.errors import UserError
 from platobench.features.entry_lock import EntryLock
 from platobench.files import staging
+from platobench.metrics.cached_layers import CachedLayers
 
 if TYPE_CHECKING:
     from platobench.features.writer import EntryWriter
@@ -290,6 +292,13 @@ class FeatureEntry:
             )
         tensor = st_load(data)["features"]
         return tensor.float() if upcast else tensor
+
+    def cached_layers(self) -> CachedLayers:
+        """Every layer (float32 [n, D_l], read now and checked) as `CachedLayers` whose statistics (the
+        per-sample prh quantiles) are saved beside the entry (`platobench.features.statistics`)."""
+        from platobench.features.statistics import EntryStatistics
+
+        return CachedLayers(list(self.layers), EntryStatistics(self))
 
     def verify(self) -> list[str]:
         """Problems found by reading every file and checking its size and sha256 ([] when sound)."""

@@ -14,6 +14,8 @@ from platobench.errors import UserError
 from platobench.files.ids import shown
 
 if TYPE_CHECKING:  # numpy, torch and the metrics load in the handlers, not while the parser is built
+    from collections.abc import Sequence
+
     import numpy as np
     import torch
 
@@ -169,7 +171,7 @@ def load_feature_file(path: Path) -> list[torch.Tensor]:
     raise UserError(f"{path}: unsupported features file (use .npy or .safetensors)")
 
 
-def _cached_layers(args: argparse.Namespace) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+def _cached_layers(args: argparse.Namespace) -> tuple[Sequence[torch.Tensor], Sequence[torch.Tensor]]:
     from platobench.data import get_dataset
     from platobench.features.extract import extract
     from platobench.features.store import FeatureStore, check_same_samples
@@ -182,7 +184,7 @@ def _cached_layers(args: argparse.Namespace) -> tuple[list[torch.Tensor], list[t
     entries = [extract(zoo.get(name), ds, store=store, device=args.device, progress=not args.json)[0]
                for name in (args.x_model, args.y_model)]
     check_same_samples(*entries)
-    return list(entries[0].layers), list(entries[1].layers)
+    return entries[0].cached_layers(), entries[1].cached_layers()
 
 
 def _score(args: argparse.Namespace) -> int:

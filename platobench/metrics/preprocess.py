@@ -30,7 +30,8 @@ itself on the two order statistics it needs (`_row_quantiles`), and tests/test_m
 checks it against the installed `torch.quantile`.
 
 Cost. The per-sample quantiles are computed once per stack (`LayerStack.prh_row_quantiles`; a
-subset or permutation of the samples, `RowSubset`, indexes them), in two reads of every layer: a
+subset or permutation of the samples, `RowSubset`, indexes them; layers given as `CachedLayers`, as the
+feature store gives them, keep them across stacks and runs), in two reads of every layer: a
 strided sample of each sample's values gives a threshold below its order statistics, and one pass keeps
 only the values above it (about (1 - q) + 2% of them), from which the order statistics are selected
 (`_row_tail`). The whole stack is never held in memory. `prh_exact` keeps the overall top (1 - q) share
@@ -48,6 +49,7 @@ import numpy as np
 import torch
 
 from platobench.errors import UserError
+from platobench.metrics.cached_layers import CachedLayers
 from platobench.metrics.validation import as_features, mark_unit, pow2_exponent, pow2_scale, to_features
 
 PREPROCESS_MODES = frozenset({"none", "l2", "prh", "prh_exact"})
@@ -118,10 +120,16 @@ class LayerStack:
 
     def prh_row_quantiles(self, q: float = PRH_QUANTILE) -> torch.Tensor:
         """[N]: for each sample, `torch.quantile(|x_n|, q)` (linear interpolation) over its values in
-        every layer, in layer 0's dtype; computed on first use (`_row_quantiles`) and kept."""
+        every layer, in layer 0's dtype; computed on first use (`_row_quantiles`) and kept, or taken from
+        the statistics of `CachedLayers`."""
         if q not in self._row_quantiles:
             if isinstance(self._layers, RowSubset):
                 self._row_quantiles[q] = self._layers.stack.prh_row_quantiles(q)[self._layers.index]
+            elif isinstance(self._layers, CachedLayers):
+                n = self.n_samples()
+                self._row_quantiles[q] = self._layers.statistic(
+                    "prh_row_quantiles", q, lambda: _row_quantiles(self, q),
+                    valid=lambda v: v.shape == (n,) and v.dtype == self.converted(0).dtype)
             else:
                 self._row_quantiles[q] = _row_quantiles(self, q)
         return self._row_quantiles[q]
@@ -166,25 +174,25 @@ def _unit_layer(stack: LayerStack, i: int, c: torch.Tensor | None = None) -> tor
     Its max |x| is recorded (`mark_unit`), so neither `pow2_unit` nor `api.check_varies` reads it again.
 
     Two passes over the layer, in chunks of rows that stay in the CPU caches, each step in place: the
-    first checks the values (UserError as `as_features`) and takes each row's peak |x| and norm (scaled
-    by the chunk's own power of two, redone for a chunk whose power differs from the layer's), the
-    second writes the result. The outer power of two and the result's peak come from the row peaks: the
+    first checks the values (UserError as `as_features`), takes each row's peak |x| and norm (scaled
+    by the chunk's own power of two, redone for a chunk whose power differs from the layer's) and
+    leaves the clamped, scaled rows in the result, the second divides them by their norms. The outer power of two and the result's peak come from the row peaks: the
     largest |x_ij| / norm_i of a row is the rounded quotient of its peak (rounding is monotone)."""
     x = stack.converted(i)
     _check_rows(stack, x, i)
     c = None if c is None else float(c.to(x.dtype))  # a float bound: torch's clamp is faster with one
     chunks = _row_chunks(x)
-    buf = torch.empty(chunks[0].stop, x.shape[1], dtype=x.dtype, device=x.device)
+    out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
 
-    def scaled(r: slice, e: int, into: torch.Tensor) -> torch.Tensor:
-        """Rows r of the clamped layer times 2^-e, written into `into` (or a view of x when unchanged)."""
+    def scaled(r: slice, e: int) -> torch.Tensor:
+        """Rows r of the clamped layer times 2^-e, written into out[r] (or a view of x when unchanged)."""
         if c is not None:
-            return _scale_(torch.clamp(x[r], -c, c, out=into), e)
+            return _scale_(torch.clamp(x[r], -c, c, out=out[r]), e)
         if e == 0:
             return x[r]
         if abs(e) < 100:
-            return torch.mul(x[r], 2.0**-e, out=into)
-        return _scale_(into.copy_(x[r]), e)
+            return torch.mul(x[r], 2.0**-e, out=out[r])
+        return _scale_(out[r].copy_(x[r]), e)
 
     peaks, norms, powers = [], [], []
     for r in chunks:
@@ -193,19 +201,18 @@ def _unit_layer(stack: LayerStack, i: int, c: torch.Tensor | None = None) -> tor
             stack[i]  # raises as_features' error for the layer
         peak = peak if c is None else peak.clamp(max=c)
         powers.append(pow2_exponent(float(peak.max())))
-        norms.append(scaled(r, powers[-1], buf[: r.stop - r.start]).norm(2, -1, keepdim=True))
+        norms.append(scaled(r, powers[-1]).norm(2, -1, keepdim=True))
         peaks.append(peak)
     peak = torch.cat(peaks)
     e1 = pow2_exponent(float(peak.max()))
     for j, r in enumerate(chunks):
         if powers[j] != e1:
-            norms[j] = scaled(r, e1, buf[: r.stop - r.start]).norm(2, -1, keepdim=True)
+            norms[j] = scaled(r, e1).norm(2, -1, keepdim=True)
     denom = torch.cat(norms).clamp_min_(1e-12)
     top = (pow2_scale(peak, e1) / denom[:, 0]).max()  # max |x_ij| / norm_i
     e2 = pow2_exponent(float(top))
-    out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-    for r in chunks:
-        _scale_(torch.div(scaled(r, e1, out[r]), denom[r], out=out[r]), e2)
+    for r in chunks:  # out[r] holds the rows times 2^-e1 already, unless they are x's own (l2, e1 = 0)
+        _scale_(torch.div(x[r], denom[r], out=out[r]) if c is None and e1 == 0 else out[r].div_(denom[r]), e2)
     return mark_unit(out, float(pow2_scale(top, e2)))
 
 
