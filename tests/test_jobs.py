@@ -18,6 +18,7 @@ from platobench.bench.settings import Setting
 from platobench.bench.zeroshot_scoring import score_zeroshot
 from platobench.errors import UserError
 from platobench.features.store import SampleMismatchError
+from platobench.metrics.cached_layers import CachedLayers, MemoryStatistics
 from platobench.results import DatasetRef
 from platobench.zoo import load_zoo
 
@@ -33,6 +34,9 @@ class Entry:
     ids: list[str]
     digest: str
     key: dict[str, Any] = field(default_factory=dict)
+
+    def cached_layers(self) -> CachedLayers:
+        return CachedLayers(self.layers, MemoryStatistics())
 
 
 @dataclass
@@ -84,7 +88,7 @@ def test_score_job_passes_layers_dataset_digests_revisions_and_kwargs():
     record = score_job(SETTING, LANG, VIS, (a, b), paired_inputs(labels=[1]), scorer=fake, extra={"limit": 7})
     (setting, lang, vis, xs, ys, dataset, inputs, revisions, kw), = calls
     assert (setting, lang, vis) == (SETTING, LANG, VIS)
-    assert xs == a.layers and ys == b.layers and kw == {"labels": [1]}
+    assert list(xs) == a.layers and list(ys) == b.layers and kw == {"labels": [1]}
     assert dataset == DatasetRef(name="ds", revision="r1", n=12, fingerprint="f" * 64)
     assert inputs == {"language": "da", "vision": "db"} and revisions == ("ra", "rb")
     assert list(record.extra) == ["inputs", "setting_config", "limit"]
