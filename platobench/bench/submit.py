@@ -103,8 +103,12 @@ class MockReport:
 
 def _encode(encoder: Any, dataset: Any, n: int, caption_index: int, encoder_timeout: float | None
             ) -> list[torch.Tensor]:
+    from platobench.encoders.precomputed import EmbeddingFile
     from platobench.features.extract import encode_images, encode_texts
 
+    if isinstance(encoder, EmbeddingFile):  # loader: features: the file's rows of these samples
+        prompt = f"caption:{caption_index}" if encoder.spec.modality == "text" else "image"
+        return encoder.rows(encoder.positions(dataset.name, list(dataset.ids[:n]), prompt, sample=True))
     if encoder.spec.modality == "text":
         return encode_texts(encoder, dataset.captions(caption_index)[:n], batch_size=n, encoder_timeout=encoder_timeout)
     return encode_images(encoder, dataset, range(n), batch_size=n, num_workers=0, encoder_timeout=encoder_timeout)

@@ -13,6 +13,7 @@
 - packaged: the offline pip weights, prepared once under the cache root (`platobench prepare`)
 - baselines: negative controls (random-init architectures, bag of words, caption length, colour histogram)
 - python_loader: the user's own code (`loader: python`, "module:name"; the simple `encode` protocol)
+- precomputed: embeddings computed elsewhere (`loader: features`), read by sample id from a local file
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ LOADER_MODULES: dict[str, str] = {
     "efficientnet_lite": "platobench.encoders.efficientnet_lite",
     "baseline": "platobench.encoders.baselines",
     "python": "platobench.encoders.python_loader",
+    "features": "platobench.encoders.precomputed",
 }
 
 

@@ -26,7 +26,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 from tqdm.auto import tqdm
 
-from platobench.encoders import layer_ids_of, load_encoder, packaged, python_source
+from platobench.encoders import layer_ids_of, load_encoder, packaged, precomputed, python_source
 from platobench.encoders.base import EncoderOutputError
 from platobench.encoders.guard import encoder_call, limit_for
 from platobench.encoders.runtime import resolve_device, resolve_dtype
@@ -249,6 +249,8 @@ def model_revision(spec: Any) -> str:
         return revision(spec.source)
     if spec.source_type == "packaged":
         return "sha256:" + packaged.get_asset(spec.packaged_asset).sha256
+    if spec.loader == "features":
+        return precomputed.revision(spec)
     if spec.source_type == "local":
         path = Path(spec.source).expanduser()
         if not path.exists():
@@ -312,8 +314,9 @@ def feature_key(
 ) -> FeatureKey:
     """The cache key of `spec` on `dataset` (model, revision, dtype, pooling, layer set, dataset,
     dataset revision, sample-id hash, prompt/template, extractor version, and the entry's other
-    feature-changing fields: `spec_options`) — computable without loading."""
-    compute = resolve_dtype(dtype or spec.dtype, device)
+    feature-changing fields: `spec_options`) — computable without loading. A `loader: features` entry is
+    float32 whatever the device or `dtype` asks (its values are read, not computed)."""
+    compute = torch.float32 if spec.loader == "features" else resolve_dtype(dtype or spec.dtype, device)
     return FeatureKey.for_dataset(
         dataset, model=spec.name, model_revision=model_revision(spec), dtype=str(compute).removeprefix("torch."),
         pooling=spec.pooling, layers=tuple(layer_ids_of(spec)), prompt=prompt,
@@ -380,10 +383,13 @@ def extract(
                 f"model {spec.name}: {len(encoder.widths)} widths declared for {len(encoder.layer_ids)} layers"
             )
         check_nonzero_widths(spec.name, encoder.layer_ids, encoder.widths)
-        all_texts = _texts_for(dataset, prompt, texts) if spec.modality == "text" else None
+        rows = _file_rows(encoder, dataset, prompt, texts) if isinstance(encoder, precomputed.EmbeddingFile) else None
+        all_texts = _texts_for(dataset, prompt, texts) if spec.modality == "text" and rows is None else None
 
         def encode_chunk(start: int, stop: int) -> list[torch.Tensor]:
-            if all_texts is not None:
+            if rows is not None:  # loader: features, read by sample id
+                outs = encoder.rows(rows[start:stop])
+            elif all_texts is not None:
                 outs = encode_texts(encoder, all_texts[start:stop], batch_size, encoder_timeout)
             else:
                 outs = encode_images(encoder, dataset, range(start, stop), batch_size, num_workers, encoder_timeout)
@@ -401,6 +407,16 @@ def extract(
         seconds=round(time.perf_counter() - t0, 3), sliced_from=entry.manifest.get("sliced_from"),
     )
     return entry, report
+
+
+def _file_rows(table: precomputed.EmbeddingFile, dataset: Any, prompt: str, texts: Sequence[str] | None
+               ) -> list[int]:
+    """The embeddings file's row of each of `dataset`'s samples (its ids matched, in the dataset's order).
+    UserError for explicit `texts` (class prompts): a file holds one row per dataset sample, not per prompt."""
+    if texts is not None:
+        raise UserError(f"model {table.spec.name} (loader: features) holds one embedding per sample of a dataset; it "
+                        f"cannot encode the {len(texts)} texts (class prompts) a zero-shot setting needs")
+    return table.positions(dataset.name, list(dataset.ids), prompt)
 
 
 def _verified(store: FeatureStore, key: FeatureKey) -> FeatureEntry | None:

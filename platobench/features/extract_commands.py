@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 from typing import Any
 
 from platobench.cli_options import add_device_option, add_json_option
@@ -37,6 +38,9 @@ def register(subparsers: Any) -> None:
     add_device_option(p)
     add_timeout_option(p)
     p.add_argument("--dtype", default=None, help=f"override the zoo's dtype policy: auto, {', '.join(DTYPE_NAMES)}")
+    p.add_argument("--export", type=Path, default=None, metavar="FILE.safetensors",
+                   help="also write the features (one model) to FILE as embeddings a `loader: features` zoo entry "
+                        "reads, and print that entry")
     add_json_option(p, what="one object per model (path, n, layers, widths, cached, seconds)")
     add_zoo_option(p, loads_models=True)
     p.set_defaults(func=_run)
@@ -54,13 +58,15 @@ def _run(args: argparse.Namespace) -> int:
     specs = [s for token in args.model.split(",") if token.strip() for s in zoo.resolve(token.strip())]
     if not specs:
         raise UserError(f"--model {args.model!r} names no model")
+    if args.export is not None and (len(specs) != 1 or args.export.suffix != ".safetensors"):
+        raise UserError(f"--export {args.export}: one model and a .safetensors file (--model names {len(specs)})")
     dataset = get_dataset(args.dataset, limit=args.limit)
     if not hasattr(dataset, "image"):
         raise UserError(f"--dataset {args.dataset!r} is a text corpus; extract needs a paired or class dataset")
     note_limit(args.limit, dataset)
     store = FeatureStore()
     for spec in specs:
-        _, report = extract(
+        entry, report = extract(
             spec, dataset, store=store, prompt=f"caption:{args.caption_index}", device=args.device, dtype=args.dtype,
             batch_size=args.batch_size, chunk_size=args.chunk_size, num_workers=args.workers, progress=not args.json,
             encoder_timeout=args.encoder_timeout,
@@ -70,4 +76,29 @@ def _run(args: argparse.Namespace) -> int:
         else:
             state = "cached" if report.cached else f"extracted in {report.seconds:.1f} s"
             print(f"{spec.name} on {dataset.name}: n={report.n}, {len(report.layers)} layers, {state} -> {report.path}")
+        if args.export is not None:
+            _export(spec, entry, args.export, quiet=args.json)
     return 0
+
+
+def _export(spec: Any, entry: Any, path: Path, *, quiet: bool) -> None:
+    """Write `entry`'s layers to `path` (`platobench.encoders.precomputed` format) and print a zoo entry
+    for it on stderr (stdout stays the report)."""
+    import sys
+
+    import yaml
+
+    from platobench.encoders.precomputed import write_safetensors
+
+    prompt = entry.key["prompt"]
+    write_safetensors(path, entry.ids, entry.layer_ids, [entry.layer(i) for i in range(len(entry.layer_ids))],
+                      input=prompt, metadata={"model": spec.name, "dataset": entry.key["dataset"]})
+    zoo_entry = {
+        "name": f"{spec.family}/{spec.name.split('/', 1)[1]}.features",
+        "modality": spec.modality, "kind": spec.kind, "loader": "features", "source": f"./{path.name}",
+        "pooling": spec.pooling, "num_layers": spec.num_layers, "layers": spec.layers if spec.layers == "all" else
+        list(spec.layers), "notes": f"features of {spec.name} on {entry.key['dataset']} ({prompt})",
+    }
+    if not quiet:
+        print(f"wrote {path}; a zoo entry for it (a zoo file beside it):", file=sys.stderr)
+        print(yaml.safe_dump({"version": 1, "models": [zoo_entry]}, sort_keys=False), file=sys.stderr, end="")

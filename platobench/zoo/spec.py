@@ -26,7 +26,7 @@ from platobench.zoo.support import (
 # checks that they agree); what each loader and kind supports is read from there.
 Modality = Literal["text", "vision"]
 Kind = Literal["causal_lm", "text_encoder", "vision_vit", "vision_cnn", "clip_text", "clip_image", "text_jepa"]
-Loader = Literal["hf_causal", "hf_text", "hf_vision", "timm", "openclip", "efficientnet_lite", "baseline", "python"]
+Loader = Literal["hf_causal", "hf_text", "hf_vision", "timm", "openclip", "efficientnet_lite", "baseline", "python", "features"]
 Pooling = Literal["avg", "last", "cls", "mean_patch"]
 SourceType = Literal["hub", "timm", "openclip", "local", "packaged", "baseline", "python"]
 
@@ -143,6 +143,9 @@ class ModelSpec(pydantic.BaseModel):
                              f"loaders that allow it: {static})")
         if self.loader == "python" and (source_type != "python" or ":" not in self.source):
             raise ValueError(f"loader 'python' needs source 'module:function', got {self.source!r}")
+        if self.loader == "features" and not is_local_path(self.source):
+            raise ValueError(f"loader 'features' needs a file path as source ('./emb.safetensors' is relative to the "
+                             f"zoo file; '/', '../' and '~' work too), got {self.source!r}")
         if self.image_size is not None and self.modality != "vision":
             raise ValueError("'image_size' applies only to vision models")
         if self.max_tokens is not None and not support.max_tokens:
@@ -191,7 +194,7 @@ class ModelSpec(pydantic.BaseModel):
     @property
     def truncation(self) -> str:
         """Where text inputs are cut, in words (`zoo show`); "-" for vision models."""
-        if self.modality != "text":
+        if self.modality != "text" or self.loader == "features":  # read from a file: nothing is tokenized
             return "-"
         if self.max_tokens is not None:
             return f"{self.max_tokens} tokens (max_tokens)"

@@ -95,6 +95,10 @@ LOADERS: dict[str, LoaderSupport] = {s.loader: s for s in (
                   no_blocks=True, sources=BASELINE_SOURCES),
     # The user's own code: any kind, pooled (or not) by that code.
     LoaderSupport("python", frozenset(KINDS), _TEXT_POOLINGS | _VIT_POOLINGS, "python", no_blocks=True),
+    # Embeddings computed elsewhere, read from a local file (platobench.encoders.precomputed): any kind,
+    # pooled by whoever computed them; float32 whatever the device.
+    LoaderSupport("features", frozenset(KINDS), _TEXT_POOLINGS | _VIT_POOLINGS, "local", no_blocks=True,
+                  dtypes=frozenset({"auto", "float32"})),
 )}
 
 MODALITY_OF_KIND: dict[str, str] = {k.kind: k.modality for k in KINDS.values()}
