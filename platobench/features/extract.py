@@ -242,7 +242,8 @@ def model_revision(spec: Any) -> str:
     "module:name" encoder, "python:<source>@sha256:<16 hex>", the sha256 of its code found without importing
     it (platobench.encoders.python_source): the module's .py file, the __init__.py of each package along its
     dotted name, and every module it imports, transitively (relative imports included), whose file lies
-    outside the standard library, site-packages and platobench — each as its dotted name, size and bytes."""
+    outside the standard library, site-packages and platobench — each as its dotted name, size and bytes;
+    for a `loader: features` file, "features:sha256:<16 hex>" of its bytes (`encoders.precomputed.revision`)."""
     if spec.source_type == "baseline":
         from platobench.encoders.baselines import revision
 
