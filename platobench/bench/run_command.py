@@ -81,32 +81,23 @@ def register(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from platobench.api.evaluation import evaluate, plan_jobs
     from platobench.bench.cost import duration
     from platobench.bench.dry_run import COMPUTE, extraction_rows, record_plans, summary_line
-    from platobench.bench.pairs import resolve_pairs
-    from platobench.bench.runner import Job, RunOptions, check_selection, execute, plan_costs
-    from platobench.bench.setting_rules import check_limit
+    from platobench.bench.runner import RunOptions, plan_costs
     from platobench.bench.settings import Catalog
     from platobench.bench.terminal_board import board_rows, print_board
     from platobench.features.extract import parallel_state
     from platobench.features.store import FeatureStore
-    from platobench.results import load_record
 
-    catalog = Catalog(args.settings_file)
     zoo = zoo_from_args(args)
-    settings = catalog.resolve_settings(args.settings)
-    check_limit(settings, args.limit)
-    pairs = resolve_pairs(args.pairs, catalog, zoo)
-    jobs = [Job(s, a, b) for s in settings for a, b in pairs]
-    for job in jobs:  # a layer selection outside a model's layers is refused before anything runs
-        check_selection(job)
-    opts = RunOptions(
-        out=args.out, limit=args.limit, device=args.device, batch_size=args.batch_size, workers=args.workers,
-        force=args.force, skip_existing=args.skip_existing, progress=not args.json, yes=args.yes,
-        encoder_timeout=args.encoder_timeout,
-    )
-    store = FeatureStore()
+    jobs = plan_jobs(args.pairs, args.settings, Catalog(args.settings_file), zoo, args.limit)
+    pairs = {(j.language.name, j.vision.name) for j in jobs}
+    settings = {j.setting.id for j in jobs}
     if args.dry_run:
+        opts = RunOptions(out=args.out, limit=args.limit, device=args.device, batch_size=args.batch_size,
+                          workers=args.workers, force=args.force, skip_existing=args.skip_existing)
+        store = FeatureStore()
         plans = record_plans(jobs, opts)
         rows = extraction_rows(plans, opts, store)
         pending = [p.job for p in plans if p.status == COMPUTE]
@@ -136,10 +127,14 @@ def _run(args: argparse.Namespace) -> int:
     if state is None or state.is_main_process:
         print(f"platobench run: {len(pairs)} pairs x {len(settings)} settings = {len(jobs)} records -> {args.out}",
               file=sys.stderr)
-    summary = execute(jobs, opts, store)
+    results = evaluate(
+        args.pairs, args.settings, zoo=zoo, settings_files=args.settings_file, out=args.out, limit=args.limit,
+        device=args.device, batch_size=args.batch_size, workers=args.workers, encoder_timeout=args.encoder_timeout,
+        force=args.force, skip_existing=args.skip_existing, yes=args.yes, progress=not args.json,
+    )
+    summary, records = results.summary, results.records
     if summary.worker:
         return 0
-    records = [load_record(Path(p)) for p in summary.record_paths]
     if args.json:
         print(json.dumps({**summary.as_dict(), "board": board_rows(records)}, indent=1))
     else:

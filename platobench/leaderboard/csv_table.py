@@ -23,29 +23,33 @@ CSV_COLUMNS = (
 )
 
 
-def csv_row(rank: int | None, r: ResultRecord, verdict: str = "") -> dict[str, Any]:
-    """One CSV row; `verdict` is the record's verdict against its board's strongest baseline. Text
-    cells that a spreadsheet would run as a formula are prefixed with `'` (`csv_cell`)."""
-    row = {
+def board_row(rank: int | None, r: ResultRecord, verdict: str = "") -> dict[str, Any]:
+    """One board row of record `r`, keys `CSV_COLUMNS`, absent values None; `verdict` is the record's
+    verdict against its board's strongest baseline."""
+    return {
         "setting": r.setting, "dataset": r.dataset.name, "n": r.dataset.n, "dataset_fingerprint": r.dataset.fingerprint,
-        "rank": rank if rank is not None else "", "language": r.language.name, "vision": r.vision.name,
+        "rank": rank, "language": r.language.name, "vision": r.vision.name,
         "language_family": family(r.language.name), "vision_family": family(r.vision.name),
-        "language_kind": r.language.kind or "", "vision_kind": r.vision.kind or "",
+        "language_kind": r.language.kind, "vision_kind": r.vision.kind,
         "is_baseline": is_baseline(r.language.name) or is_baseline(r.vision.name), "verdict": verdict,
-        "metric": r.metric.id,
-        "higher_is_better": r.metric.higher_is_better, "score": r.score,
-        "calibrated": "" if r.calibrated is None else r.calibrated,
-        "ci_lo": "" if r.ci is None else r.ci.lo, "ci_hi": "" if r.ci is None else r.ci.hi,
-        "ci_level": "" if r.ci is None else r.ci.level, "p_value": "" if r.null is None else r.null.p_value,
-        "null_mean": "" if r.null is None else r.null.mean, "chance": "" if r.chance is None else r.chance,
-        "layer_language": "" if r.layers is None else r.layers[0], "layer_vision": "" if r.layers is None else r.layers[1],
-        "last_layer_score": "" if r.last_layer_score is None else r.last_layer_score,
-        "params_language_m": "" if r.language.params_m is None else r.language.params_m,
-        "params_vision_m": "" if r.vision.params_m is None else r.vision.params_m,
-        "schema_version": r.schema_version, "platobench_version": r.platobench_version, "git_sha": r.git_sha or "",
+        "metric": r.metric.id, "higher_is_better": r.metric.higher_is_better, "score": r.score,
+        "calibrated": r.calibrated,
+        "ci_lo": None if r.ci is None else r.ci.lo, "ci_hi": None if r.ci is None else r.ci.hi,
+        "ci_level": None if r.ci is None else r.ci.level, "p_value": None if r.null is None else r.null.p_value,
+        "null_mean": None if r.null is None else r.null.mean, "chance": r.chance,
+        "layer_language": None if r.layers is None else r.layers[0],
+        "layer_vision": None if r.layers is None else r.layers[1],
+        "last_layer_score": r.last_layer_score,
+        "params_language_m": r.language.params_m, "params_vision_m": r.vision.params_m,
+        "schema_version": r.schema_version, "platobench_version": r.platobench_version, "git_sha": r.git_sha,
         "created": r.created,
     }
-    return {key: csv_cell(value) for key, value in row.items()}
+
+
+def csv_row(rank: int | None, r: ResultRecord, verdict: str = "") -> dict[str, Any]:
+    """One CSV row: `board_row` with empty cells for absent values. Text cells that a spreadsheet would
+    run as a formula are prefixed with `'` (`csv_cell`)."""
+    return {key: csv_cell("" if value is None else value) for key, value in board_row(rank, r, verdict).items()}
 
 
 def csv_text(boards: list[Board]) -> str:

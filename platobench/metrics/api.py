@@ -200,6 +200,35 @@ def summarize_layers(
     return LayerSummaries(m, p, n, sx, sy, labels)
 
 
+def summarize_side(
+    metric: str,
+    layers: Any,
+    *,
+    side: str,
+    preprocess: str = "none",
+    label: str = "layers[{i}]",
+    **params: Any,
+) -> list[Any]:
+    """Every layer's summary of one model only, as `summarize_layers` computes it for side `side` ("x" or
+    "y": the metric's `summarize_x` or `summarize_y`): a model scored again and again against the same
+    other model (an alignment probe during training) summarises the fixed one once and builds each grid as
+    `LayerSummaries(get_metric(metric), params, n, sx, sy).grid()`, bit for bit the grid of
+    `summarize_layers` on the two stacks. `layers` as in `summarize_layers`; `label` names layer i in errors."""
+    if side not in ("x", "y"):
+        raise ValueError(f"side must be 'x' or 'y', got {side!r}")
+    m = get_metric(metric)
+    p = m.resolve_params(params)
+    _check_preprocess(preprocess)
+    stack = _as_stack(layers, "layers", label)
+    n = stack.n_samples()
+    if n < 2:
+        raise UserError(f"{stack.label(0)} needs at least 2 samples, got {n}")
+    if m.validate is not None:
+        m.validate(n, p)
+    summarize = m.summarize_x if side == "x" else (m.summarize_y or m.summarize_x)
+    return list(_iter_summaries(summarize, stack, preprocess, n, p, None))
+
+
 def _nbytes(summary: Any) -> int:
     """Bytes of the tensors a summary holds (a tensor, or tuples, lists and objects of tensors)."""
     if isinstance(summary, torch.Tensor):
@@ -232,4 +261,4 @@ def layer_grid(metric: str, Xs: Any, Ys: Any, *, preprocess: str = "none", **par
     return _checked(m, torch.cat(rows), (len(xs), len(sy)), labels)
 
 
-__all__ = ["LayerSummaries", "check_pair", "check_varies", "layer_grid", "score", "summarize_layers"]
+__all__ = ["LayerSummaries", "check_pair", "check_varies", "layer_grid", "score", "summarize_layers", "summarize_side"]

@@ -1,0 +1,157 @@
+"""`evaluate`: `platobench run` from Python, returning the records as objects and tables.
+
+`evaluate(pairs=..., settings=...)` plans, extracts through the feature cache, scores and writes exactly
+as `platobench run` does (the command calls this function), and returns a `Results`: the records, the
+run's summary (written, reused, failed) and `to_pandas()` / `board(setting)`, one row per record with the
+columns of the leaderboard's CSV (`leaderboard.csv_table.CSV_COLUMNS`), absent values as None.
+In the spirit of `mteb.evaluate` and `lm_eval.simple_evaluate`.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from platobench.errors import UserError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from platobench.bench.runner import Job, RunSummary
+    from platobench.bench.settings import Catalog
+    from platobench.results import ResultRecord
+    from platobench.zoo import Zoo
+
+
+def _joined(value: str | Sequence[str], what: str) -> str:
+    """A comma-separated CLI spec from a string or a sequence of names."""
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, Sequence) or not all(isinstance(v, str) for v in value):
+        raise UserError(f"{what} must be a string or a list of strings, got {type(value).__name__}")
+    return ",".join(value)
+
+
+def as_zoo(zoo: Zoo | str | Path | Sequence[str | Path] | None) -> Zoo:
+    """A loaded `Zoo`, or the built-in zoo merged with the given zoo file(s) (None: the built-in one)."""
+    from platobench.zoo.registry import Zoo, load_zoo
+
+    if isinstance(zoo, Zoo):
+        return zoo
+    if zoo is None:
+        return load_zoo(())
+    return load_zoo([zoo] if isinstance(zoo, (str, Path)) else list(zoo))
+
+
+def plan_jobs(pairs: str | Sequence[str], settings: str | Sequence[str], catalog: Catalog, zoo: Zoo,
+              limit: int | None) -> list[Job]:
+    """Every pair x setting job of the specs (`run --pairs` / `--settings` grammar), settings-major;
+    UserError, before anything runs, for a limit a setting refuses or a layer selection outside a model."""
+    from platobench.bench.pairs import resolve_pairs
+    from platobench.bench.runner import Job, check_selection
+    from platobench.bench.setting_rules import check_limit
+
+    chosen = catalog.resolve_settings(_joined(settings, "settings"))
+    check_limit(chosen, limit)
+    resolved = resolve_pairs(_joined(pairs, "pairs"), catalog, zoo)
+    jobs = [Job(s, a, b) for s in chosen for a, b in resolved]
+    for job in jobs:
+        check_selection(job)
+    return jobs
+
+
+@dataclass(frozen=True)
+class Results:
+    """What a run stands behind: `records` (written or reused, in job order) and the run's `summary`
+    (record paths written and reused, labels up to date, failures: label -> reason, `worker`); `out`: the
+    results folder the records are in (None when `evaluate` used a temporary one, since removed)."""
+
+    records: list[ResultRecord]
+    summary: RunSummary
+    out: Path | None
+
+    @property
+    def failed(self) -> dict[str, str]:
+        """label ("setting: language x vision") -> why that job failed."""
+        return dict(self.summary.failed)
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def to_pandas(self) -> pd.DataFrame:
+        """One row per record, the leaderboard's columns (`CSV_COLUMNS`), boards in the leaderboard's order
+        and each best first with its CI-aware rank and baseline verdict; absent values are None."""
+        import pandas as pd
+
+        from platobench.leaderboard.boards import build_boards
+        from platobench.leaderboard.csv_table import CSV_COLUMNS, board_row
+
+        rows = [board_row(r.rank, r.record, b.verdicts.get(r.record.pair_id, ""))
+                for b in build_boards(self.records) for r in b.rows]
+        return pd.DataFrame(rows, columns=list(CSV_COLUMNS))
+
+    def board(self, setting: str) -> pd.DataFrame:
+        """The rows of `to_pandas` of one setting (every sample set it was run on); UserError naming the
+        settings there are when it has none."""
+        table = self.to_pandas()
+        if setting not in set(table["setting"]):
+            raise UserError(f"no record of setting {setting!r} in these results; settings: "
+                            f"{sorted(set(table['setting']))}")
+        return table[table["setting"] == setting].reset_index(drop=True)
+
+
+def evaluate(
+    pairs: str | Sequence[str],
+    settings: str | Sequence[str],
+    *,
+    zoo: Zoo | str | Path | Sequence[str | Path] | None = None,
+    settings_files: Sequence[str | Path] = (),
+    out: str | Path | None = None,
+    limit: int | None = None,
+    device: str = "cpu",
+    batch_size: int = 32,
+    workers: int = 2,
+    encoder_timeout: float | None = None,
+    force: bool = False,
+    skip_existing: bool = False,
+    yes: bool = False,
+    progress: bool = True,
+    trust_remote_code: Sequence[str] | None = None,
+    trust_code: Sequence[str] | None = None,
+) -> Results:
+    """Run `pairs` x `settings` as `platobench run` does and return the `Results`.
+
+    `pairs`: pair sets and/or "LANGUAGE:VISION" zoo names (a comma-separated string or a list);
+    `settings`: setting ids or groups; `zoo`: a `Zoo` or extra zoo file(s); `settings_files`: extra
+    settings YAML; `out`: the results folder (records there whose inputs are unchanged are reused; None:
+    a temporary folder, removed afterwards, so nothing is reused or kept but the feature cache); `limit`
+    and the rest as the options of `platobench run`. `trust_remote_code` / `trust_code`: models allowed to
+    run their own code (None: those already allowed, e.g. by the command line). A failing pair does not
+    lose the others: it is in `failed`."""
+    from platobench.bench.runner import RunOptions, execute
+    from platobench.bench.settings import Catalog
+    from platobench.features.store import FeatureStore
+    from platobench.results import load_record
+    from platobench.zoo import python_code, remote_code
+
+    catalog = Catalog(tuple(Path(f) for f in settings_files))
+    jobs = plan_jobs(pairs, settings, catalog, as_zoo(zoo), limit)
+    with ExitStack() as stack:
+        if trust_remote_code is not None:
+            stack.enter_context(remote_code.allowed(trust_remote_code))
+        if trust_code is not None:
+            stack.enter_context(python_code.allowed(trust_code))
+        folder = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="platobench-evaluate-"))
+        if out is None:
+            stack.callback(shutil.rmtree, folder, True)
+        opts = RunOptions(out=folder, limit=limit, device=device, batch_size=batch_size, workers=workers,
+                          force=force, skip_existing=skip_existing, progress=progress, yes=yes,
+                          encoder_timeout=encoder_timeout)
+        summary = execute(jobs, opts, FeatureStore())
+        records = [load_record(Path(p)) for p in summary.record_paths]
+    return Results(records=records, summary=summary, out=folder if out is not None else None)

@@ -1,0 +1,209 @@
+"""`AlignmentProbe`: a model under training scored against a fixed, cached reference model in seconds.
+
+The reference (a zoo model) is extracted once through the feature cache on a paired setting's samples and
+its per-layer summaries are computed once (`metrics.api.summarize_side`); each `score` call then summarises
+only the probed model and combines the two: the setting's metric, preprocessing, constant-layer exclusion
+and layer selection exactly as `platobench run` applies them (`bench.scoring.score_paired`), so a probe
+score of a model's cached features equals the score of that model's record bit for bit. No permutation
+null, interval or rounding check is computed: a probe is a training curve's point, not a record. What REPA
+(Yu et al. 2025, "Representation Alignment for Generation") and the JEPA training curves watch.
+
+Sides: a vision reference is the record's vision side (the probe is its language side, or with
+`input="image"` another vision model); a text reference is the language side. The probe reads the input
+that the other side of the setting's pair would (captions `caption_index` for a vision reference, images for
+a text one) unless `input` names another: `"image"` or `"caption:<i>"`, e.g. two captions of one image as
+two good views (Balestriero & LeCun 2026).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from platobench.errors import UserError
+
+EncodeFn = Callable[[list[Any]], Any]  # a batch of PIL images or strings -> [B, D] or per-layer [B, D_l]
+
+
+@dataclass(frozen=True)
+class ProbeScore:
+    """One probe measurement: `score` of the setting's metric at the selected layers `layers` (probe layer,
+    reference layer, positions in each model's own layer list), the whole `grid` [L_probe, L_reference]
+    (NaN on excluded constant layers), the metric's `chance` level at this n (None when not closed form)
+    and the `seconds` the scoring took (encoding excluded). `float(result)` is the score."""
+
+    score: float
+    layers: tuple[int, int]
+    grid: np.ndarray
+    chance: float | None
+    n: int
+    seconds: float
+
+    def __float__(self) -> float:
+        return self.score
+
+
+def _as_layers(features: Any, n: int) -> list[torch.Tensor]:
+    """[N, D], [L, N, D] or a sequence of [N, D_l] (torch or numpy) -> float32 CPU layers, the dtype the
+    feature cache stores; UserError for another shape or row count."""
+    if isinstance(features, (torch.Tensor, np.ndarray)):
+        t = torch.as_tensor(features)
+        if t.ndim == 2:
+            layers = [t]
+        elif t.ndim == 3:
+            layers = list(t.unbind(0))
+        else:
+            raise UserError(f"features must be [N, D], [L, N, D] or a list of [N, D_l] layers, got shape {tuple(t.shape)}")
+    elif isinstance(features, Sequence) and not isinstance(features, (str, bytes)) and len(features) > 0:
+        layers = [torch.as_tensor(x) for x in features]
+    else:
+        raise UserError(f"features must be [N, D], [L, N, D] or a non-empty list of [N, D_l] layers, "
+                        f"got {type(features).__name__}")
+    out = []
+    for i, x in enumerate(layers):
+        if x.ndim != 2 or x.shape[0] != n:
+            raise UserError(f"features layer {i} has shape {tuple(x.shape)}; expected [{n}, D] (one row per "
+                            "probe sample, in the order of probe.ids)")
+        x = x.detach().to("cpu", torch.float32)
+        if not bool(torch.isfinite(x).all()):
+            raise UserError(f"features layer {i} holds NaN or infinite values")
+        out.append(x.contiguous())
+    return out
+
+
+class AlignmentProbe:
+    """Score any model against `reference` under paired setting `setting` (ids of `platobench settings
+    list`; `settings_files` add user ones) on its dataset, or on `dataset` when given (its own samples,
+    same protocol). `zoo`: extra zoo files (or a loaded `Zoo`); `limit`: the first `limit` samples, as
+    `run --limit`. The reference is extracted (or read from the cache) when the probe is built."""
+
+    def __init__(
+        self,
+        reference: str,
+        *,
+        setting: str,
+        dataset: str | None = None,
+        input: str | None = None,  # noqa: A002 -- the probe's input, as feature keys name it
+        zoo: Any = None,
+        settings_files: Sequence[Any] = (),
+        limit: int | None = None,
+        device: str = "cpu",
+        batch_size: int = 32,
+        workers: int = 2,
+        progress: bool = False,
+    ) -> None:
+        from platobench.api.evaluation import as_zoo
+        from platobench.bench.runner import job_inputs
+        from platobench.bench.scoring import varying_layers
+        from platobench.bench.settings import Catalog
+        from platobench.features.extract import extract
+        from platobench.features.store import FeatureStore
+        from platobench.metrics.api import summarize_side
+        from platobench.metrics.cached_layers import take_layers
+        from platobench.metrics.registry import get_metric
+
+        catalog = Catalog(tuple(settings_files))
+        if setting not in catalog.settings:
+            raise UserError(f"AlignmentProbe: unknown setting {setting!r}; paired settings: "
+                            f"{sorted(k for k, s in catalog.settings.items() if s.kind == 'paired')}")
+        chosen = catalog.settings[setting]
+        if chosen.kind != "paired":
+            raise UserError(f"AlignmentProbe: setting {setting!r} is {chosen.kind}; a probe scores a paired setting "
+                            "(one row per sample on both sides)")
+        if dataset is not None and dataset != chosen.dataset:
+            chosen = chosen.model_copy(update={"dataset": dataset})
+        self.setting = chosen
+        self.reference = as_zoo(zoo).get(reference)
+        data = job_inputs(chosen, limit, {}).image_data
+        ref_input = "image" if self.reference.modality == "vision" else f"caption:{chosen.caption_index}"
+        if input is None:
+            input = f"caption:{chosen.caption_index}" if self.reference.modality == "vision" else "image"  # noqa: A001
+        self.input = _check_input(input, data)
+        self.dataset = data
+        entry, _ = extract(self.reference, data, store=FeatureStore(), prompt=ref_input, device=device,
+                           batch_size=batch_size, num_workers=workers, progress=progress)
+        layers = entry.cached_layers()
+        self._ref_rows = varying_layers(layers)
+        if not self._ref_rows:
+            raise UserError(f"every layer of reference {reference} is constant across the samples; nothing to score")
+        self._metric = get_metric(chosen.metric)
+        self._params = self._metric.resolve_params(chosen.params)
+        self._ref_x = self.reference.modality == "text"  # the reference's side in the record: language = x
+        self._ref_summaries = summarize_side(
+            chosen.metric, take_layers(layers, self._ref_rows), side="x" if self._ref_x else "y",
+            preprocess=chosen.preprocess, label=f"{reference} layer {{i}}", **self._params)
+        self._ref_layers = len(layers)
+        self.batch_size = batch_size
+
+    @property
+    def ids(self) -> list[str]:
+        """The sample ids, in the row order `score` expects features in."""
+        return list(self.dataset.ids)
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def inputs(self, start: int = 0, stop: int | None = None) -> list[Any]:
+        """What the probed model reads for samples `start` to `stop` (None: the last), in `ids` order: PIL
+        images (RGB) or strings."""
+        stop = len(self.dataset) if stop is None else min(stop, len(self.dataset))
+        if self.input == "image":
+            return [self.dataset.image(i) for i in range(start, stop)]
+        return self.dataset.captions(int(self.input.split(":", 1)[1]))[start:stop]
+
+    def encode(self, encode_fn: EncodeFn) -> list[torch.Tensor]:
+        """`encode_fn` applied to the inputs in batches of `batch_size` under `torch.no_grad()`; each call
+        returns [B, D], [L, B, D] or a sequence of per-layer [B, D_l] -> per-layer [N, D_l] float32 features."""
+        n, chunks = len(self.dataset), []
+        with torch.no_grad():
+            for start in range(0, n, self.batch_size):
+                batch = self.inputs(start, start + self.batch_size)
+                chunks.append(_as_layers(encode_fn(batch), len(batch)))
+        if len({len(c) for c in chunks}) != 1:
+            raise UserError("encode_fn returned a different number of layers for different batches")
+        return [torch.cat([c[i] for c in chunks]) for i in range(len(chunks[0]))]
+
+    def score(self, model: EncodeFn | Any) -> ProbeScore:
+        """The setting's score of `model` against the reference: `model` is a callable `encode_fn` (see
+        `encode`) or features [N, D], [L, N, D] or a list of [N, D_l] with rows in `ids` order."""
+        from platobench.bench.scoring import varying_layers
+        from platobench.metrics.api import LayerSummaries, summarize_side
+        from platobench.metrics.cached_layers import take_layers
+        from platobench.metrics.selection import select
+        from platobench.metrics.stats import chance_level
+
+        layers = self.encode(model) if callable(model) else _as_layers(model, len(self.dataset))
+        t0 = time.perf_counter()
+        s = self.setting
+        rows = varying_layers(layers)
+        if not rows:
+            raise UserError("every layer of the probed model is constant across the samples; nothing to score")
+        mine = summarize_side(s.metric, take_layers(layers, rows), side="y" if self._ref_x else "x",
+                              preprocess=s.preprocess, label="probe layer {i}", **self._params)
+        sx, sy = (self._ref_summaries, mine) if self._ref_x else (mine, self._ref_summaries)
+        grid = LayerSummaries(self._metric, self._params, len(self.dataset), sx, sy).grid()
+        chosen = select(grid, s.selection, self._metric.higher_is_better)
+        ref_rows = self._ref_rows
+        probe_i, ref_i = (chosen.y_layer, chosen.x_layer) if self._ref_x else (chosen.x_layer, chosen.y_layer)
+        full = np.full((len(layers), self._ref_layers), np.nan)
+        mine_grid = grid.T if self._ref_x else grid
+        full[np.ix_(rows, ref_rows)] = mine_grid.numpy()
+        return ProbeScore(score=chosen.score, layers=(rows[probe_i], ref_rows[ref_i]), grid=full,
+                          chance=chance_level(s.metric, len(self.dataset), **self._params), n=len(self.dataset),
+                          seconds=time.perf_counter() - t0)
+
+
+def _check_input(value: str, data: Any) -> str:
+    """`value` if it is "image" or "caption:<i>" of a caption every sample of `data` has; else UserError."""
+    if value == "image":
+        return value
+    head, _, index = value.partition(":")
+    if head != "caption" or not index.isdigit():
+        raise UserError(f"AlignmentProbe input must be 'image' or 'caption:<i>', got {value!r}")
+    data.captions(int(index))  # UserError naming the samples without that caption
+    return value
