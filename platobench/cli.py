@@ -11,6 +11,7 @@ read-only or full platobench home, a missing folder), as `os_error_message` word
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import importlib
 import os
@@ -69,6 +70,15 @@ def os_error_message(exc: OSError) -> str:
     return message
 
 
+def _datasets(files: list[Path]) -> contextlib.AbstractContextManager[object]:
+    """The users' datasets of `--datasets-file` in force (the data catalogue is imported only when given)."""
+    if not files:
+        return contextlib.nullcontext()
+    from platobench.data.datasets_file import using
+
+    return using(files)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -77,7 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if args.command is None else 2
     try:
         with remote_code.allowed(getattr(args, "trust_remote_code", None) or ()), \
-                python_code.allowed(getattr(args, "trust_code", None) or ()):  # models named by the opt-ins
+                python_code.allowed(getattr(args, "trust_code", None) or ()), \
+                _datasets(getattr(args, "datasets_file", None) or ()):  # models named by the opt-ins, users' datasets
             return int(args.func(args) or 0)
     except BrokenPipeError:  # `platobench ... | head`: the reader left; stop quietly, as Unix tools do
         devnull = os.open(os.devnull, os.O_WRONLY)

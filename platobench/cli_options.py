@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import re
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from platobench.errors import UserError
@@ -69,3 +70,11 @@ def add_device_option(parser: argparse.ArgumentParser, *, used_for: str = "featu
 def add_json_option(parser: argparse.ArgumentParser, *, what: str) -> None:
     """`--json` (a flag): print `what` as JSON instead of text."""
     parser.add_argument("--json", action="store_true", help=f"print {what} as JSON")
+
+
+def add_datasets_file_option(parser: argparse.ArgumentParser) -> None:
+    """Add a repeatable `--datasets-file FILE`: datasets of your own (a local folder with a manifest, a hub
+    or local parquet dataset) that settings and --dataset may then name (`platobench.data.datasets_file`)."""
+    parser.add_argument("--datasets-file", action="append", default=[], type=Path, metavar="FILE",
+                        help="YAML of your own datasets (type: folder | hub), usable wherever a dataset is named "
+                             "(repeatable; see the README's 'Your own data')")

@@ -68,6 +68,12 @@ PARSE_ONLY = {
     "platobench stitch --text demo/mpnet-base": "12 minutes; tests/test_stitch_cli.py runs --quick",
     "platobench scaling-n": "13 minutes; tests/test_scaling_n.py runs it small",
     "platobench stitch": "12 minutes; tests/test_stitch_cli.py runs --quick",
+    "platobench data show my-stamps --datasets-file examples/own_data/datasets.yaml":
+        "needs examples/own_data/make_folder.py run first; tests/test_datasets_file.py writes the folder and runs it",
+    "platobench run --pairs demo/minilm-l6:demo/dinov2-s-imgfocus,baseline/bag-of-words:baseline/colour-histogram "
+    "--settings own-mknn,own-parquet-mknn --settings-file examples/own_data/settings.yaml --datasets-file "
+    "examples/own_data/datasets.yaml --out results/own": "needs make_folder.py first (about a minute); "
+        "tests/test_datasets_file.py runs both settings on the baselines",
     "platobench submit my_encoder.yaml --settings demo --pairs demo --out results/offline":
         "my_encoder.yaml is the reader's file; tests/test_submit_examples.py submits examples/",
 }
@@ -76,7 +82,10 @@ PARSE_ONLY = {
 def _readme_commands() -> set[str]:
     text = README.read_text(encoding="utf-8")
     found = set()
-    for block in re.findall(r"```(?:bash|sh)?\n(.*?)```", text, flags=re.S):
+    # every fenced block in turn (a yaml or python block must not shift the pairing of the fences), shell ones read
+    for lang, block in re.findall(r"```([a-z]*)\n(.*?)```", text, flags=re.S):
+        if lang not in ("", "bash", "sh"):
+            continue
         for line in block.splitlines():
             line = line.split("#", 1)[0].strip()
             if line.startswith("platobench "):

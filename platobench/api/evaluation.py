@@ -111,6 +111,7 @@ def evaluate(
     *,
     zoo: Zoo | str | Path | Sequence[str | Path] | None = None,
     settings_files: Sequence[str | Path] = (),
+    datasets_files: Sequence[str | Path] = (),
     out: str | Path | None = None,
     limit: int | None = None,
     device: str = "cpu",
@@ -128,20 +129,23 @@ def evaluate(
 
     `pairs`: pair sets and/or "LANGUAGE:VISION" zoo names (a comma-separated string or a list);
     `settings`: setting ids or groups; `zoo`: a `Zoo` or extra zoo file(s); `settings_files`: extra
-    settings YAML; `out`: the results folder (records there whose inputs are unchanged are reused; None:
+    settings YAML; `datasets_files`: datasets files of your own (`platobench.data.datasets_file`), which
+    the settings may name; `out`: the results folder (records there whose inputs are unchanged are reused; None:
     a temporary folder, removed afterwards, so nothing is reused or kept but the feature cache); `limit`
     and the rest as the options of `platobench run`. `trust_remote_code` / `trust_code`: models allowed to
     run their own code (None: those already allowed, e.g. by the command line). A failing pair does not
     lose the others: it is in `failed`."""
     from platobench.bench.runner import RunOptions, execute
     from platobench.bench.settings import Catalog
+    from platobench.data.datasets_file import using
     from platobench.features.store import FeatureStore
     from platobench.results import load_record
     from platobench.zoo import python_code, remote_code
 
-    catalog = Catalog(tuple(Path(f) for f in settings_files))
-    jobs = plan_jobs(pairs, settings, catalog, as_zoo(zoo), limit)
     with ExitStack() as stack:
+        stack.enter_context(using(datasets_files))
+        catalog = Catalog(tuple(Path(f) for f in settings_files))
+        jobs = plan_jobs(pairs, settings, catalog, as_zoo(zoo), limit)
         if trust_remote_code is not None:
             stack.enter_context(remote_code.allowed(trust_remote_code))
         if trust_code is not None:

@@ -79,7 +79,7 @@ def _as_layers(features: Any, n: int) -> list[torch.Tensor]:
 class AlignmentProbe:
     """Score any model against `reference` under paired setting `setting` (ids of `platobench settings
     list`; `settings_files` add user ones) on its dataset, or on `dataset` when given (its own samples,
-    same protocol). `zoo`: extra zoo files (or a loaded `Zoo`); `limit`: the first `limit` samples, as
+    same protocol; `datasets_files` define datasets of your own, read now). `zoo`: extra zoo files (or a loaded `Zoo`); `limit`: the first `limit` samples, as
     `run --limit`. The reference is extracted (or read from the cache) when the probe is built."""
 
     def __init__(
@@ -91,6 +91,7 @@ class AlignmentProbe:
         input: str | None = None,  # noqa: A002 -- the probe's input, as feature keys name it
         zoo: Any = None,
         settings_files: Sequence[Any] = (),
+        datasets_files: Sequence[Any] = (),
         limit: int | None = None,
         device: str = "cpu",
         batch_size: int = 32,
@@ -101,6 +102,7 @@ class AlignmentProbe:
         from platobench.bench.runner import job_inputs
         from platobench.bench.scoring import varying_layers
         from platobench.bench.settings import Catalog
+        from platobench.data.datasets_file import using
         from platobench.features.extract import extract
         from platobench.features.store import FeatureStore
         from platobench.metrics.api import summarize_side
@@ -119,7 +121,8 @@ class AlignmentProbe:
             chosen = chosen.model_copy(update={"dataset": dataset})
         self.setting = chosen
         self.reference = as_zoo(zoo).get(reference)
-        data = job_inputs(chosen, limit, {}).image_data
+        with using(datasets_files):  # the samples are read now: the dataset need not stay defined
+            data = job_inputs(chosen, limit, {}).image_data
         ref_input = "image" if self.reference.modality == "vision" else f"caption:{chosen.caption_index}"
         if input is None:
             input = f"caption:{chosen.caption_index}" if self.reference.modality == "vision" else "image"  # noqa: A001

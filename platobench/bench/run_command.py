@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from platobench.cli_options import add_device_option, add_json_option
+from platobench.cli_options import add_datasets_file_option, add_device_option, add_json_option
 from platobench.encoders.guard import add_timeout_option
 from platobench.table import format_table
 from platobench.zoo import add_zoo_option, zoo_from_args
@@ -33,8 +33,10 @@ def __getattr__(name: str) -> Any:
 
 
 def add_settings_file_option(p: argparse.ArgumentParser) -> None:
+    """`--settings-file FILE` and `--datasets-file FILE` (settings may name the datasets of the latter)."""
     p.add_argument("--settings-file", action="append", default=[], type=Path, metavar="FILE",
                    help="extra settings YAML merged over the built-in one (repeatable)")
+    add_datasets_file_option(p)
 
 
 def add_catalog_options(p: argparse.ArgumentParser) -> None:

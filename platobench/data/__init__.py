@@ -15,8 +15,8 @@ from __future__ import annotations
 from typing import Any
 
 from platobench.data.base import ClassDataset, DatasetInfo, PairedDataset, fingerprint, ids_hash
-from platobench.data.catalog import CATALOG, lookup, options_of
 from platobench.data.catalog import build as _build
+from platobench.data.catalog import entries, lookup, options_of
 from platobench.data.subset import first_per_class
 from platobench.data.templates import get_templates, template_sets
 from platobench.data.text_corpus import TextCorpus
@@ -41,8 +41,9 @@ __all__ = [
 
 
 def list_datasets() -> list[DatasetInfo]:
-    """Every dataset name `get_dataset` accepts, with its kind (paired/class/corpus), source and revision."""
-    return [entry.info for entry in CATALOG.values()]
+    """Every dataset name `get_dataset` accepts, with its kind (paired/class/corpus), source and revision
+    (the built-in ones, then those of datasets files in force: `platobench.data.datasets_file`)."""
+    return [entry.info for entry in entries().values()]
 
 
 def get_dataset(

@@ -47,8 +47,12 @@ IMAGENET_VAL = hub.HubSpec("ILSVRC/imagenet-1k", "main", "validation", image="im
 
 @dataclass(frozen=True)
 class Entry:
+    """A dataset name's info and builder, `build(name, limit, **options)`; `licence` when the entry states
+    it (users' datasets files must), else `LICENCES`."""
+
     info: DatasetInfo
     build: Callable[..., Dataset]
+    licence: str | None = None
 
 
 def _openclipart_paired(n: int | None, with_description: bool = False):
@@ -349,10 +353,19 @@ CATALOG: dict[str, Entry] = {
 }
 
 
+# Datasets of users' datasets files in force (`platobench.data.datasets_file.using`): name -> entry.
+USER_ENTRIES: dict[str, Entry] = {}
+
+
+def entries() -> dict[str, Entry]:
+    """Every dataset name `get_dataset` accepts now: the built-in ones, then those of datasets files in force."""
+    return {**CATALOG, **USER_ENTRIES}
+
+
 def licence_of(name: str) -> str:
     """The licence of dataset `name`'s data, or "see the source" when the catalogue does not record it."""
-    lookup(name)
-    return LICENCES.get(name, "see the source")
+    entry = lookup(name)
+    return entry.licence or LICENCES.get(name, "see the source")
 
 
 def options_of(name: str) -> list[str]:
@@ -363,11 +376,13 @@ def options_of(name: str) -> list[str]:
 
 def lookup(name: str) -> Entry:
     """The catalogue entry, or a UserError suggesting close names."""
-    if name not in CATALOG:
-        close = difflib.get_close_matches(name, list(CATALOG), n=3, cutoff=0.5)
+    known = entries()
+    if name not in known:
+        close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.5)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
-        raise UserError(f"unknown dataset {name!r}{hint} (`platobench data list` shows all {len(CATALOG)})")
-    return CATALOG[name]
+        raise UserError(f"unknown dataset {name!r}{hint} (`platobench data list` shows all {len(known)}; a "
+                        "dataset of your own goes in a datasets file, passed with --datasets-file)")
+    return known[name]
 
 
 def build(name: str, limit: int | None, options: dict[str, Any]) -> Dataset:

@@ -6,7 +6,12 @@ import argparse
 import json
 from typing import Any
 
-from platobench.cli_options import add_json_option, add_key_value_option, parse_key_values
+from platobench.cli_options import (
+    add_datasets_file_option,
+    add_json_option,
+    add_key_value_option,
+    parse_key_values,
+)
 from platobench.errors import UserError
 
 
@@ -23,6 +28,7 @@ def register(subparsers: Any) -> None:
         description="List the datasets `--dataset` accepts.",
     )
     add_json_option(ls, what="the dataset list")
+    add_datasets_file_option(ls)
     ls.set_defaults(func=_list)
     show = sub.add_parser(
         "show",
@@ -39,6 +45,7 @@ def register(subparsers: Any) -> None:
         "--no-image-check", action="store_true", help="do not decode every image to count duplicates"
     )
     add_json_option(show, what="the summary and samples")
+    add_datasets_file_option(show)
     show.set_defaults(func=_show)
 
 

@@ -84,18 +84,31 @@ class _RowImage:
         return self.ds[self.rows[i]][self.column]
 
 
-def _check_image_column(ds: Any, spec: HubSpec) -> None:
+def _image_column(ds: Any, spec: HubSpec) -> Any:
+    """`ds` with `spec.image` as a decoded image column: a column of {bytes, path} structs (parquet written
+    without the `datasets` image feature, e.g. by pandas) is cast to `datasets.Image()`; UserError when the
+    column is missing or holds no images."""
+    import datasets
+
     if spec.image not in ds.column_names:
         raise UserError(
             f"{spec.describe()} has no column {spec.image!r} (columns: {', '.join(ds.column_names)})"
         )
+    if isinstance(ds.features[spec.image], datasets.Image):
+        return ds
+    try:
+        return ds.cast_column(spec.image, datasets.Image())
+    except (TypeError, ValueError) as exc:
+        raise UserError(f"{spec.describe()}: column {spec.image!r} holds {ds.features[spec.image]}, not images "
+                        "(expected the `datasets` Image feature or {bytes, path} structs)") from exc
 
 
-def paired(name: str, spec: HubSpec, *, limit: int | None = None) -> PairedDataset:
-    """Paired dataset from `spec` (caption column: a string or a list of strings per row)."""
+def paired(name: str, spec: HubSpec, *, limit: int | None = None, revision: str | None = None) -> PairedDataset:
+    """Paired dataset from `spec` (caption column: a string or a list of strings per row); `revision`: the
+    dataset's revision when it is not the spec's (a local copy's content hash)."""
     assert spec.captions is not None
     ds = load_split(spec)
-    _check_image_column(ds, spec)
+    ds = _image_column(ds, spec)
     rows, ids = _rows_and_ids(ds, spec)
     rows, ids = rows[:limit], ids[:limit]
     column = _column(ds, spec, spec.captions)
@@ -103,7 +116,7 @@ def paired(name: str, spec: HubSpec, *, limit: int | None = None) -> PairedDatas
     for r in rows:
         value = column[r]
         views.append([str(c) for c in value] if isinstance(value, (list, tuple)) else [str(value)])
-    return PairedDataset(name, spec.revision, ids, views, _RowImage(ds, spec.image, rows))
+    return PairedDataset(name, revision or spec.revision, ids, views, _RowImage(ds, spec.image, rows))
 
 
 def classes(
@@ -115,12 +128,13 @@ def classes(
     class_names: list[str] | None = None,
     class_descriptions: list[str] | None = None,
     limit: int | None = None,
+    revision: str | None = None,
 ) -> ClassDataset:
     """Class dataset from `spec`. `keep_labels` keeps only rows with those source labels, renumbered
     0.. in that order; `class_names` (one per kept label) default to the label column's ClassLabel names."""
     assert spec.label is not None
     ds = load_split(spec)
-    _check_image_column(ds, spec)
+    ds = _image_column(ds, spec)
     rows, ids = _rows_and_ids(ds, spec)
     labels = _column(ds, spec, spec.label)
     if class_names is None:
@@ -140,7 +154,7 @@ def classes(
     rows, ids, mapped = rows[:limit], ids[:limit], mapped[:limit]
     return ClassDataset(
         name,
-        spec.revision,
+        revision or spec.revision,
         ids,
         mapped,
         class_names,

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from platobench.cli_options import add_device_option, add_json_option
+from platobench.cli_options import add_datasets_file_option, add_device_option, add_json_option
 from platobench.dtypes import DTYPE_NAMES
 from platobench.encoders.guard import add_timeout_option
 from platobench.errors import UserError
@@ -28,6 +28,7 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--model", required=True, help="model name(s), set names or globs, comma-separated (see `zoo list`)")
     p.add_argument("--dataset", required=True, help="dataset name (see `data list`), e.g. openclipart-1024")
+    add_datasets_file_option(p)
     p.add_argument("--limit", type=int, default=None,
                    help="only the first N samples (class datasets: the first N images of each class); sliced "
                         "from a cached extraction of more samples when one exists")

@@ -9,7 +9,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from platobench.cli_options import add_device_option, add_json_option, add_key_value_option, parse_key_values
+from platobench.cli_options import (
+    add_datasets_file_option,
+    add_device_option,
+    add_json_option,
+    add_key_value_option,
+    parse_key_values,
+)
 from platobench.errors import UserError
 from platobench.files.ids import shown
 
@@ -53,6 +59,7 @@ def register(subparsers: Any) -> None:
     s.add_argument("--x-model", help="first zoo model (features from the cache)")
     s.add_argument("--y-model", help="second zoo model (features from the cache)")
     s.add_argument("--dataset", help="dataset of --x-model/--y-model")
+    add_datasets_file_option(s)
     s.add_argument("--limit", type=int, default=None, help="only the first N samples of the dataset")
     add_device_option(s, used_for="extraction when cached features are missing")
     s.add_argument("--grid", action="store_true", help="also print the whole layer grid")

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from platobench.cli_options import add_device_option, add_json_option
+from platobench.cli_options import add_datasets_file_option, add_device_option, add_json_option
 from platobench.errors import UserError
 
 DEFAULTS = {"dataset": "openclipart", "text": "demo/minilm-l6", "vision": "demo/dinov2-s-imgfocus"}
@@ -30,6 +30,7 @@ def register(sub: Any) -> None:
         ),
     )
     p.add_argument("--dataset", default=DEFAULTS["dataset"], help=f"paired dataset (default {DEFAULTS['dataset']})")
+    add_datasets_file_option(p)
     p.add_argument("--text", default=DEFAULTS["text"], metavar="MODEL", help=f"text model (default {DEFAULTS['text']})")
     p.add_argument("--vision", default=DEFAULTS["vision"], metavar="MODEL",
                    help=f"vision model (default {DEFAULTS['vision']})")

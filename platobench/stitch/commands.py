@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from platobench.cli_options import add_device_option, add_json_option
+from platobench.cli_options import add_datasets_file_option, add_device_option, add_json_option
 from platobench.errors import UserError
 
 DEFAULTS = {"dataset": "tuxpaint", "text": "demo/minilm-l6", "vision": "demo/dinov2-s-imgfocus,demo/efficientnet-lite0",
@@ -38,6 +38,7 @@ def register(sub: Any) -> None:
         ),
     )
     p.add_argument("--dataset", default=None, help=f"paired dataset (default {DEFAULTS['dataset']})")
+    add_datasets_file_option(p)
     p.add_argument("--limit", type=int, default=None, help="use the first N samples of the dataset")
     p.add_argument("--heldout", type=float, default=0.2,
                    help="share of samples held out for captioning, by sample-id hash (default 0.2)")

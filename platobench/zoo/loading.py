@@ -18,17 +18,16 @@ follow `platobench.files.ids`; error messages quote at most a short prefix of an
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pydantic
-import yaml
 
 from platobench.errors import UserError
 from platobench.files.ids import ID_PATTERN, ID_RULE, shown
-from platobench.files.yaml_safe import SafeLoader, YamlError, read_yaml
+from platobench.files.yaml_lines import LineLoader, field_problem
+from platobench.files.yaml_safe import YamlError, read_yaml
 from platobench.zoo.spec import ModelSpec, is_local_path
 
 BUILTIN_ZOO = Path(__file__).with_name("model_zoo.yaml")
@@ -47,41 +46,6 @@ class ZooError(UserError):
         head = self.problems[0] if len(self.problems) == 1 else f"{len(self.problems)} problems in the model zoo"
         body = "" if len(self.problems) == 1 else "\n  " + "\n  ".join(self.problems)
         super().__init__(head + body)
-
-
-class _Mapping(dict):
-    """A YAML mapping that remembers its 1-based line number."""
-
-    line: int = 0
-
-
-class _Loader(SafeLoader):  # libyaml's parser when available (7x faster)
-    """Safe loader that rejects duplicate keys and records the line of every mapping."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: dict[Any, int] = {}
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=True)
-            try:
-                hash(key)
-            except TypeError:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"unhashable key (a {type(key).__name__.lstrip('_').lower()})", key_node.start_mark
-                ) from None
-            if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key {key!r} (first at line {seen[key]})", key_node.start_mark
-                )
-            seen[key] = key_node.start_mark.line + 1
-        mapping = _Mapping(super().construct_mapping(node, deep=deep))
-        mapping.line = node.start_mark.line + 1
-        return mapping
-
-
-_Loader.add_constructor(
-    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
-    lambda loader, node: loader.construct_mapping(node, deep=True),
-)
 
 
 @dataclass
@@ -112,20 +76,6 @@ def _flatten(members: Any) -> list[Any]:
     return leaves
 
 
-def _field_problem(error: dict[str, Any], allowed: tuple[str, ...]) -> str:
-    loc = ".".join(str(p) for p in error["loc"]) if error["loc"] else ""
-    if error["type"] == "extra_forbidden":
-        close = difflib.get_close_matches(str(loc), allowed, n=1)
-        hint = f" (did you mean '{close[0]}'?)" if close else f" (allowed keys: {', '.join(allowed)})"
-        return f"unknown key {shown(loc)}{hint}"
-    if error["type"] == "missing":
-        return f"field '{loc}': required field is missing"
-    message = error["msg"].removeprefix("Value error, ")
-    if loc and not isinstance(error.get("input"), (dict, list)):
-        message += f" (got {shown(error['input'])})"
-    return f"field '{loc}': {message}" if loc else message
-
-
 def _resolve_local_source(entry: dict[str, Any], base: Path) -> dict[str, Any]:
     source = entry.get("source")
     if not isinstance(source, str) or not is_local_path(source):
@@ -143,7 +93,7 @@ def read_zoo_file(path: str | Path, *, for_extraction: bool = False) -> ZooFile:
     if not path.is_file():
         raise ZooError([f"{path}: zoo file not found"])
     try:
-        data = read_yaml(path, what="zoo file", loader=_Loader)  # _Loader is a safe loader
+        data = read_yaml(path, what="zoo file", loader=LineLoader)  # a safe loader
     except YamlError as exc:  # unreadable, not UTF-8, malformed, over-expanding or too deeply nested
         raise ZooError([str(exc)]) from exc
 
@@ -191,7 +141,7 @@ def _read_models(entries: Any, result: ZooFile, for_extraction: bool) -> list[st
         try:
             spec = ModelSpec.model_validate(_resolve_local_source(dict(entry), path.parent))
         except pydantic.ValidationError as exc:
-            problems.extend(f"{where}: {label}: {_field_problem(err, allowed)}" for err in exc.errors())
+            problems.extend(f"{where}: {label}: {field_problem(err, allowed)}" for err in exc.errors())
             continue
         problem = spec.extraction_problem() if for_extraction else None
         if problem is not None:

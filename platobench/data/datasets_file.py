@@ -1,0 +1,256 @@
+"""Datasets as data: a YAML file of dataset entries that every command taking datasets or settings reads
+with `--datasets-file FILE` (repeatable), and `platobench.evaluate(datasets_files=...)` too.
+
+    version: 1
+    datasets:
+      my-photos:                     # the name settings and --dataset use
+        type: folder                 # image files + a manifest (platobench/data/folder.py)
+        root: ./photos               # relative to this file
+        manifest: ./photos/manifest.jsonl   # .jsonl, .csv or .parquet: id, file, caption(s)[, label]
+        captions: [caption]          # caption columns, in order (default [caption])
+        licence: CC-BY-4.0           # required: what the images and captions may be used for
+      my-coco-copy:
+        type: hub                    # through `datasets.load_dataset`: a hub id or a local parquet folder
+        repo: ./coco-parquet         # local ("./", "../", "/", "~") or a hub id, then `revision` is required
+        split: test
+        image: image
+        captions: caption            # one column, a string or a list of strings per row
+        id_column: cocoid
+        licence: CC-BY-4.0
+      my-classes:
+        type: folder
+        kind: class                  # a label column, class prompts for zero-shot settings
+        root: ./shapes
+        manifest: ./shapes/labels.csv
+        label: label                 # class names, or integer indices into class_names
+        templates: [a drawing of a {}.]   # or a template set name (`platobench data show` lists them)
+        licence: MIT
+
+Unknown keys are refused (with the closest key), every problem names file:line, a name may not shadow a
+built-in dataset or repeat. Revisions come from the content: a folder's manifest and files, a local parquet
+folder's files (`parquet:sha256:<16 hex>`), or a hub entry's pinned `revision`; a manifest edit changes the
+fingerprint and every cache key built on it. A dataset that is missing or unreadable is one error naming it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import pydantic
+from pydantic import BaseModel, ConfigDict, Field
+
+from platobench.data import catalog
+from platobench.data.base import ClassDataset, DatasetInfo, PairedDataset
+from platobench.errors import UserError
+from platobench.files.ids import ID_PATTERN, ID_RULE, shown
+from platobench.files.yaml_lines import LineLoader, field_problem
+from platobench.files.yaml_safe import YamlError, read_yaml
+
+TOP_LEVEL_KEYS = ("version", "datasets")
+DEFAULT_TEMPLATES = ["a photo of a {}."]
+
+
+def _local(value: str) -> bool:
+    return value.startswith(("./", "../", "/", "~"))
+
+
+class _Entry(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal["paired", "class"] = "paired"
+    licence: str = Field(min_length=1, description="the licence of the images and captions")
+    description: str = ""
+    templates: list[str] | str = Field(default_factory=lambda: list(DEFAULT_TEMPLATES),
+                                       description="class sets: prompt templates with one {} or a template set name")
+    class_names: list[str] | None = None
+
+    def template_list(self) -> list[str]:
+        from platobench.data.templates import get_templates
+
+        if isinstance(self.templates, str):
+            return get_templates(self.templates)
+        bad = [t for t in self.templates if t.count("{}") != 1]
+        if bad or not self.templates:
+            raise UserError(f"templates: every template needs exactly one '{{}}' (got {shown(bad[:1] or self.templates)})")
+        return list(self.templates)
+
+
+class FolderEntry(_Entry):
+    """Image files under `root` listed by `manifest` (platobench/data/folder.py)."""
+
+    type: Literal["folder"]
+    root: str
+    manifest: str
+    id_column: str = "id"
+    file_column: str = "file"
+    captions: list[str] = Field(default_factory=lambda: ["caption"])
+    label: str | None = None
+
+
+class HubEntry(_Entry):
+    """A split loaded with `datasets.load_dataset(repo, config, revision=..., split=...)`."""
+
+    type: Literal["hub"]
+    repo: str
+    revision: str | None = None
+    split: str = "train"
+    config: str | None = None
+    image: str = "image"
+    captions: str | None = None
+    label: str | None = None
+    id_column: str | None = None
+
+
+Spec = Annotated[FolderEntry | HubEntry, Field(discriminator="type")]
+_ADAPTER: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(Spec)
+ALLOWED_KEYS = tuple(dict.fromkeys([*FolderEntry.model_fields, *HubEntry.model_fields]))
+
+
+def _resolved(value: str, base: Path) -> Path:
+    path = Path(value).expanduser()
+    return path if path.is_absolute() else (base / path).resolve()
+
+
+def _folder_digest(folder: Path) -> str:
+    """sha256 (16 hex) of every file under `folder`: relative path and bytes, in sorted order."""
+    from platobench.data.folder import file_sha256
+
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        digest.update(f"{path.relative_to(folder).as_posix()}\0{file_sha256(path)}\0".encode())
+    return digest.hexdigest()[:16]
+
+
+def _builder(name: str, spec: FolderEntry | HubEntry, base: Path) -> Any:
+    """build(name, limit) of the catalogue entry for `spec` (relative paths against `base`)."""
+    if isinstance(spec, FolderEntry):
+        root, manifest = _resolved(spec.root, base), _resolved(spec.manifest, base)
+
+        def build_folder(name: str, limit: int | None) -> PairedDataset | ClassDataset:
+            from platobench.data import folder
+
+            rows = folder.FolderRows(name, root, manifest, id_column=spec.id_column, file_column=spec.file_column,
+                                     caption_columns=spec.captions if spec.kind == "paired" else [],
+                                     label_column=spec.label)
+            if spec.kind == "class":
+                return folder.classes(name, rows, spec.template_list(), spec.class_names)
+            return folder.paired(name, rows, limit=limit)
+
+        return build_folder
+
+    repo = str(_resolved(spec.repo, base)) if _local(spec.repo) else spec.repo
+
+    def build_hub(name: str, limit: int | None) -> PairedDataset | ClassDataset:
+        from platobench.data import hub
+        from platobench.data.captions import caption_key
+        from platobench.data.folder import refuse_duplicates
+
+        revision = spec.revision
+        if _local(spec.repo):
+            if not Path(repo).is_dir():
+                raise UserError(f"dataset {name!r}: local parquet folder {repo} not found")
+            revision = f"parquet:sha256:{_folder_digest(Path(repo))}"
+        hub_spec = hub.HubSpec(repo, spec.revision or "main", spec.split, image=spec.image, captions=spec.captions,
+                               label=spec.label, id_columns=(spec.id_column,) if spec.id_column else (),
+                               config=spec.config)
+        if spec.kind == "class":
+            return hub.classes(name, hub_spec, spec.template_list(), class_names=spec.class_names, limit=limit,
+                               revision=revision)
+        ds = hub.paired(name, hub_spec, limit=None, revision=revision)
+        for index in range(min(len(ds.caption_views(i)) for i in range(len(ds)))):
+            refuse_duplicates(name, ds.ids, [caption_key(c) for c in ds.captions(index)], f"caption {index}")
+        if limit is None or limit >= len(ds):
+            return ds
+        return hub.paired(name, hub_spec, limit=limit, revision=revision)
+
+    return build_hub
+
+
+def _checked_entry(name: str, raw: Any, path: Path, line: int) -> tuple[FolderEntry | HubEntry | None, list[str]]:
+    where = f"{path}:{line}" if line else str(path)
+    if not isinstance(name, str) or not ID_PATTERN.match(name):
+        return None, [f"{where}: datasets[{shown(name)}]: a dataset name is {ID_RULE}"]
+    if name in catalog.CATALOG:
+        return None, [f"{where}: datasets[{name!r}]: {name!r} is a built-in dataset; choose another name"]
+    if not isinstance(raw, dict):
+        return None, [f"{where}: datasets[{name!r}]: expected a mapping of fields, got {type(raw).__name__}"]
+    if raw.get("type") not in ("folder", "hub"):
+        return None, [f"{where}: datasets[{name!r}]: field 'type': expected 'folder' or 'hub' (got {shown(raw.get('type'))})"]
+    try:
+        spec = _ADAPTER.validate_python(dict(raw))
+    except pydantic.ValidationError as exc:
+        return None, [f"{where}: datasets[{name!r}]: {field_problem(_unprefixed(e), ALLOWED_KEYS)}" for e in exc.errors()]
+    problems = []
+    if isinstance(spec, HubEntry):
+        if not _local(spec.repo) and not spec.revision:
+            problems.append(f"{where}: datasets[{name!r}]: field 'revision': a hub dataset needs a pinned revision "
+                            "(a commit sha or a tag)")
+        if spec.kind == "paired" and spec.captions is None:
+            problems.append(f"{where}: datasets[{name!r}]: field 'captions': a paired hub dataset needs its caption column")
+    if spec.kind == "class" and spec.label is None:
+        problems.append(f"{where}: datasets[{name!r}]: field 'label': a class dataset needs its label column")
+    return (None if problems else spec), problems
+
+
+def _unprefixed(error: dict[str, Any]) -> dict[str, Any]:
+    """A union member's error with the member's tag ('folder', 'hub') left out of its location."""
+    loc = tuple(error["loc"])
+    return {**error, "loc": loc[1:] if loc and loc[0] in ("folder", "hub") else loc}
+
+
+def read_datasets_file(path: str | Path) -> dict[str, catalog.Entry]:
+    """name -> catalogue entry of every dataset in `path`; UserError listing every problem (file:line)."""
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"{path}: datasets file not found")
+    try:
+        data = read_yaml(path, what="datasets file", loader=LineLoader)
+    except YamlError as exc:
+        raise UserError(str(exc)) from exc
+    if not isinstance(data, dict) or not isinstance(data.get("datasets"), dict) or not data["datasets"]:
+        raise UserError(f"{path}: expected a mapping with a non-empty 'datasets' mapping of name -> entry")
+    problems = [f"{path}: unknown top-level key {shown(k)} (allowed: {', '.join(TOP_LEVEL_KEYS)})"
+                for k in data if k not in TOP_LEVEL_KEYS]
+    if data.get("version", 1) != 1:
+        problems.append(f"{path}: unsupported 'version' {shown(data['version'])} (supported: 1)")
+    entries: dict[str, catalog.Entry] = {}
+    for name, raw in data["datasets"].items():
+        spec, found = _checked_entry(name, raw, path, getattr(raw, "line", 0))
+        problems += found
+        if spec is None:
+            continue
+        if isinstance(spec, FolderEntry):
+            source = f"folder:{_resolved(spec.root, path.parent)}"
+        else:
+            source = f"parquet:{_resolved(spec.repo, path.parent)}" if _local(spec.repo) else f"hub:{spec.repo}"
+        revision = (spec.revision or "content hash") if isinstance(spec, HubEntry) else "content hash"
+        offline = isinstance(spec, FolderEntry) or _local(spec.repo)
+        info = DatasetInfo(name, spec.kind, source, revision, offline, spec.description or f"from {path}")
+        entries[name] = catalog.Entry(info, _builder(name, spec, path.parent), licence=spec.licence)
+    if problems:
+        head = problems[0] if len(problems) == 1 else f"{len(problems)} problems in datasets file {path}"
+        raise UserError(head + ("" if len(problems) == 1 else "\n  " + "\n  ".join(problems)))
+    return entries
+
+
+@contextmanager
+def using(files: Sequence[str | Path]) -> Iterator[list[str]]:
+    """The datasets of `files` are known to `get_dataset` (and every command) inside the block, after those
+    already in force; a name defined twice is refused. Yields the names added."""
+    added: dict[str, catalog.Entry] = {}
+    for f in files:
+        for name, entry in read_datasets_file(f).items():
+            if name in added or name in catalog.USER_ENTRIES:
+                raise UserError(f"{f}: dataset {name!r} is defined in two datasets files")
+            added[name] = entry
+    previous = dict(catalog.USER_ENTRIES)
+    catalog.USER_ENTRIES.update(added)
+    try:
+        yield list(added)
+    finally:
+        catalog.USER_ENTRIES.clear()
+        catalog.USER_ENTRIES.update(previous)

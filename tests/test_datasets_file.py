@@ -1,0 +1,205 @@
+"""Datasets as data (`--datasets-file`): a local folder with a JSONL manifest and a local parquet copy in a
+hub dataset's layout, both written from installed Tux Paint stamps by examples/own_data/make_folder.py, run
+end to end; the revision follows the content (a manifest edit or a replaced image changes the fingerprint
+and the cache key); every malformed entry or sample is an error naming it."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from platobench.cli import main
+from platobench.data import get_dataset, list_datasets
+from platobench.data.datasets_file import read_datasets_file, using
+from platobench.errors import UserError
+from platobench.features.extract import feature_key
+from platobench.results import load_records
+from platobench.zoo import load_zoo
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "own_data"
+N = 24
+SETTINGS = """
+settings:
+  own-mknn:
+    dataset: my-stamps
+    metric: mutual_knn
+    params: {k: 5}
+    preprocess: prh
+    selection: best
+    n_perm: 5
+    n_ci: 3
+  own-parquet-mknn:
+    dataset: my-stamps-parquet
+    metric: mutual_knn
+    params: {k: 5}
+    preprocess: prh
+    selection: best
+    n_perm: 5
+    n_ci: 3
+"""
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """examples/own_data written with N stamps into a temporary folder (with its datasets.yaml)."""
+    spec = importlib.util.spec_from_file_location("make_folder", EXAMPLE / "make_folder.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = tmp_path_factory.mktemp("own")
+    module.write_folder(out, N)
+    shutil.copy(EXAMPLE / "datasets.yaml", out / "datasets.yaml")
+    (out / "settings.yaml").write_text(SETTINGS)
+    return out
+
+
+@pytest.fixture
+def copy(written: Path, tmp_path: Path) -> Path:
+    """A private copy of the written folder, to edit."""
+    shutil.copytree(written, tmp_path / "own")
+    return tmp_path / "own"
+
+
+def test_folder_and_parquet_hold_the_installed_samples(written: Path) -> None:
+    stamps = get_dataset("tuxpaint", limit=N)
+    with using([written / "datasets.yaml"]) as names:
+        assert names == ["my-stamps", "my-stamps-parquet"]
+        assert {"my-stamps", "my-stamps-parquet"} <= {i.name for i in list_datasets()}
+        folder, parquet = get_dataset("my-stamps"), get_dataset("my-stamps-parquet")
+        limited = get_dataset("my-stamps", limit=5)
+    for ds in (folder, parquet):
+        assert ds.ids == stamps.ids and ds.captions(0) == stamps.captions(0)
+        assert ds.image(3).tobytes() == stamps.image(3).tobytes()
+    assert folder.revision.startswith("folder:sha256:") and parquet.revision.startswith("parquet:sha256:")
+    assert limited.ids == folder.ids[:5] and limited.revision == folder.revision
+    with pytest.raises(UserError, match="--datasets-file"):  # outside the block the names are unknown
+        get_dataset("my-stamps")
+
+
+def _key_digest(ds) -> str:  # noqa: ANN001
+    spec = load_zoo().get("demo/dinov2-s-imgfocus")
+    return feature_key(spec, ds, prompt="image", device=torch.device("cpu")).digest()
+
+
+def test_content_edits_change_the_fingerprint_and_the_cache_key(copy: Path) -> None:
+    files = [copy / "datasets.yaml"]
+    with using(files):
+        before = get_dataset("my-stamps")
+    manifest = copy / "photos" / "manifest.jsonl"
+    rows = [json.loads(line) for line in manifest.read_text().splitlines()]
+    rows[2]["caption"] = "An edited caption."
+    manifest.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with using(files):
+        edited = get_dataset("my-stamps")
+    assert edited.captions(0)[2] == "An edited caption." and edited.ids == before.ids
+    assert edited.revision != before.revision and edited.fingerprint != before.fingerprint
+    assert _key_digest(edited) != _key_digest(before)
+    shutil.copy(copy / "photos" / "0001.png", copy / "photos" / "0000.png.new")
+    (copy / "photos" / "0000.png.new").replace(copy / "photos" / "0000.png")  # same bytes as 0001: refused
+    with using(files), pytest.raises(UserError, match="same image file"):
+        get_dataset("my-stamps")
+    parquet = copy / "parquet" / "test.parquet"
+    with using(files):
+        old = get_dataset("my-stamps-parquet").revision
+    import pandas as pd
+
+    table = pd.read_parquet(parquet)
+    table.loc[0, "caption"] = "Another caption."
+    table.to_parquet(parquet)
+    with using(files):
+        changed = get_dataset("my-stamps-parquet")
+    assert changed.captions(0)[0] == "Another caption." and changed.revision != old
+
+
+def test_runs_end_to_end_on_both(written: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PLATOBENCH_HOME", str(tmp_path / "home"))
+    pair = "baseline/bag-of-words:baseline/colour-histogram"
+    args = ["run", "--pairs", pair, "--settings", "own-mknn,own-parquet-mknn", "--settings-file",
+            str(written / "settings.yaml"), "--datasets-file", str(written / "datasets.yaml"), "--out",
+            str(tmp_path / "r"), "--json"]
+    assert main(args) == 0
+    records = {r.setting: r for r in load_records(tmp_path / "r")}
+    assert set(records) == {"own-mknn", "own-parquet-mknn"}
+    folder, parquet = records["own-mknn"], records["own-parquet-mknn"]
+    assert folder.dataset.n == N and folder.dataset.name == "my-stamps"
+    assert folder.score == parquet.score and folder.dataset.fingerprint != parquet.dataset.fingerprint
+    import platobench
+
+    again = platobench.evaluate(pair, "own-mknn", settings_files=[written / "settings.yaml"],
+                                datasets_files=[written / "datasets.yaml"], progress=False)
+    assert again.records[0].score == folder.score
+
+
+def test_data_show_names_the_licence(written: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["data", "show", "my-stamps", "--datasets-file", str(written / "datasets.yaml"), "--json",
+                 "--no-image-check"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["licence"] == "GPL-2 (Tux Paint stamps)" and shown["n"] == N and shown["source"].startswith("folder:")
+
+
+def _write(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "d.yaml"
+    path.write_text("version: 1\ndatasets:\n" + body)
+    return path
+
+
+@pytest.mark.parametrize(("body", "match"), [
+    ("  a:\n    type: folder\n    root: .\n    manifest: m.jsonl\n    licence: x\n    captoins: [c]\n",
+     r"d.yaml:4: datasets\['a'\]: unknown key 'captoins' \(did you mean 'captions'\?\)"),
+    ("  a:\n    type: folder\n    root: .\n    manifest: m.jsonl\n", r"field 'licence': required field is missing"),
+    ("  tuxpaint:\n    type: folder\n    root: .\n    manifest: m.jsonl\n    licence: x\n", "built-in dataset"),
+    ("  a:\n    type: hub\n    repo: org/name\n    captions: c\n    licence: x\n", "pinned revision"),
+    ("  a:\n    type: hub\n    repo: ./p\n    licence: x\n", "caption column"),
+    ("  a:\n    type: folder\n    kind: class\n    root: .\n    manifest: m.jsonl\n    licence: x\n", "label column"),
+    ("  a:\n    type: webdataset\n    licence: x\n", "expected 'folder' or 'hub'"),
+    ("  Bad Name:\n    type: folder\n", "a dataset name is"),
+])
+def test_malformed_entries_are_named(tmp_path: Path, body: str, match: str) -> None:
+    with pytest.raises(UserError, match=match):
+        read_datasets_file(_write(tmp_path, body))
+
+
+def test_a_name_in_two_files_is_refused(written: Path) -> None:
+    with pytest.raises(UserError, match="two datasets files"):
+        with using([written / "datasets.yaml", written / "datasets.yaml"]):
+            pass
+
+
+def _folder(tmp_path: Path, rows: list[dict], **extra: str) -> Path:
+    stamps = get_dataset("tuxpaint", limit=4)
+    (tmp_path / "img").mkdir(exist_ok=True)
+    for i in range(4):
+        stamps.image(i).save(tmp_path / "img" / f"{i}.png")
+    (tmp_path / "img" / "m.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    more = "".join(f"    {k}: {v}\n" for k, v in extra.items())
+    return _write(tmp_path, f"  a:\n    type: folder\n    root: ./img\n    manifest: ./img/m.jsonl\n    licence: x\n{more}")
+
+
+@pytest.mark.parametrize(("rows", "match"), [
+    ([{"id": "x", "file": "0.png", "caption": "one"}, {"id": "x", "file": "1.png", "caption": "two"}], "share an id"),
+    ([{"id": "x", "file": "0.png", "caption": "one"}, {"id": "y", "file": "9.png", "caption": "two"}], "missing"),
+    ([{"id": "x", "file": "0.png", "caption": "One."}, {"id": "y", "file": "1.png", "caption": "one"}], "share caption 0"),
+    ([{"id": "x", "file": "0.png", "caption": "one"}, {"id": "y", "file": "../d.yaml", "caption": "two"}], "outside"),
+    ([{"id": "x", "file": "0.png", "caption": "one"}, {"id": "y", "file": "1.png", "caption": " "}], "no caption"),
+    ([{"id": "x", "file": "0.png"}], "column 'caption' is missing"),
+    ([], "has no rows"),
+])
+def test_bad_samples_are_named(tmp_path: Path, rows: list[dict], match: str) -> None:
+    with using([_folder(tmp_path, rows)]), pytest.raises(UserError, match=match):
+        get_dataset("a")
+
+
+def test_a_class_folder(tmp_path: Path) -> None:
+    rows = [{"id": f"s{i}", "file": f"{i}.png", "label": ["zebra", "apple"][i % 2]} for i in range(4)]
+    with using([_folder(tmp_path, rows, kind="class", label="label", templates='["a drawing of a {}."]')]):
+        ds = get_dataset("a")
+    assert ds.class_names == ["apple", "zebra"] and ds.labels == [1, 0, 1, 0]
+    assert ds.templates == ["a drawing of a {}."]
+    numbered = [{"id": f"s{i}", "file": f"{i}.png", "label": i % 2} for i in range(4)]
+    with using([_folder(tmp_path, numbered, kind="class", label="label")]), pytest.raises(UserError, match="class_names"):
+        get_dataset("a")
