@@ -1,6 +1,6 @@
 """Datasets as data (`--datasets-file`): a local folder with a JSONL manifest and a local parquet copy in a
 hub dataset's layout, both written from installed Tux Paint stamps by examples/own_data/make_folder.py, run
-end to end; the revision follows the content (a manifest edit or a replaced image changes the fingerprint
+end to end, and WebDataset tar shards of the same stamps; the revision follows the content (a manifest edit or a replaced image changes the fingerprint
 and the cache key); every malformed entry or sample is an error naming it."""
 
 from __future__ import annotations
@@ -156,7 +156,7 @@ def _write(tmp_path: Path, body: str) -> Path:
     ("  a:\n    type: hub\n    repo: org/name\n    captions: c\n    licence: x\n", "pinned revision"),
     ("  a:\n    type: hub\n    repo: ./p\n    licence: x\n", "caption column"),
     ("  a:\n    type: folder\n    kind: class\n    root: .\n    manifest: m.jsonl\n    licence: x\n", "label column"),
-    ("  a:\n    type: webdataset\n    licence: x\n", "expected 'folder' or 'hub'"),
+    ("  a:\n    type: tfrecord\n    licence: x\n", "expected one of folder, hub, webdataset"),
     ("  Bad Name:\n    type: folder\n", "a dataset name is"),
 ])
 def test_malformed_entries_are_named(tmp_path: Path, body: str, match: str) -> None:
@@ -203,3 +203,63 @@ def test_a_class_folder(tmp_path: Path) -> None:
     numbered = [{"id": f"s{i}", "file": f"{i}.png", "label": i % 2} for i in range(4)]
     with using([_folder(tmp_path, numbered, kind="class", label="label")]), pytest.raises(UserError, match="class_names"):
         get_dataset("a")
+
+
+def _shard(path: Path, samples: list[tuple[str, bytes | None, str | None]]) -> None:
+    """A tar shard of (key, PNG bytes or None, caption or None) samples."""
+    import io
+    import tarfile
+
+    with tarfile.open(path, "w") as tar:
+        for key, png, caption in samples:
+            for ext, data in (("png", png), ("txt", None if caption is None else caption.encode())):
+                if data is not None:
+                    info = tarfile.TarInfo(f"{key}.{ext}")
+                    info.size = len(data)
+                    tar.addfile(info, io.BytesIO(data))
+
+
+def _stamp_samples(n: int) -> list[tuple[str, bytes | None, str | None]]:
+    import io
+
+    stamps = get_dataset("tuxpaint", limit=n)
+    out = []
+    for i, caption in enumerate(stamps.captions(0)):
+        buffer = io.BytesIO()
+        stamps.image(i).save(buffer, format="PNG")
+        out.append((f"part/{i:04d}", buffer.getvalue(), caption))
+    return out
+
+
+def test_webdataset_shards(tmp_path: Path) -> None:
+    samples = _stamp_samples(8)
+    (tmp_path / "shards").mkdir()
+    _shard(tmp_path / "shards" / "a-000.tar", samples[:5])
+    _shard(tmp_path / "shards" / "a-001.tar", samples[5:])
+    files = [_write(tmp_path, "  w:\n    type: webdataset\n    shards: [./shards/a-*.tar]\n    licence: GPL-2\n")]
+    stamps = get_dataset("tuxpaint", limit=8)
+    with using(files):
+        ds, first = get_dataset("w"), get_dataset("w", limit=3)
+    assert ds.ids == [k for k, _, _ in samples] and ds.captions(0) == stamps.captions(0)
+    assert ds.image(6).tobytes() == stamps.image(6).tobytes() and ds.revision.startswith("webdataset:sha256:")
+    assert first.ids == ds.ids[:3] and first.image(2).tobytes() == stamps.image(2).tobytes()
+    _shard(tmp_path / "shards" / "a-001.tar", [*samples[5:7], (samples[7][0], samples[7][1], "Edited.")])
+    with using(files):
+        assert get_dataset("w").revision != ds.revision
+    _shard(tmp_path / "shards" / "a-001.tar", [samples[0]])  # a key of shard 0 again
+    with using(files), pytest.raises(UserError, match="in two shards"):
+        get_dataset("w")
+    _shard(tmp_path / "shards" / "a-001.tar", [("part/x", None, "A caption without its image.")])
+    with using(files), pytest.raises(UserError, match="no image member"):
+        get_dataset("w")
+    _shard(tmp_path / "shards" / "a-001.tar", [("part/y", samples[0][1], None)])
+    with using(files), pytest.raises(UserError, match=r"no \.txt member"):
+        get_dataset("w")
+    (tmp_path / "shards" / "a-001.tar").write_bytes(b"not a tar")
+    with using(files), pytest.raises(UserError, match="not a readable tar"):
+        get_dataset("w")
+    bad = [_write(tmp_path, "  w:\n    type: webdataset\n    shards: [./none-*.tar]\n    licence: x\n")]
+    with using(bad), pytest.raises(UserError, match="match no tar file"):
+        get_dataset("w")
+    with pytest.raises(UserError, match="caption"):
+        read_datasets_file(_write(tmp_path, "  w:\n    type: webdataset\n    shards: [a.tar]\n    caption: csv\n    licence: x\n"))

@@ -273,6 +273,8 @@ def grid_case() -> tuple[list[torch.Tensor], list[torch.Tensor]]:
     return xs, ys
 
 
+#: Metrics whose values are ratios of neighbour counts (exact whatever the CPU's rounding).
+COUNT_METRICS = ("mutual_knn", "lcs_knn", "cycle_knn")
 #: layer_grid of `grid_case()` with k = 10, as float.hex, computed by the code before the fused
 #: preprocessing, grouped top-k and membership combination (commit 4c35503; the same on 1 and 2 threads).
 GRIDS_BEFORE = {
@@ -313,8 +315,12 @@ GRIDS_BEFORE = {
 def test_knn_grids_are_unchanged(key):
     metric, mode = key.split("/")
     xs, ys = grid_case()
-    got = [float(v).hex() for v in layer_grid(metric, xs, ys, preprocess=mode, k=10).flatten()]
-    assert got == GRIDS_BEFORE[key]
+    got = [float(v) for v in layer_grid(metric, xs, ys, preprocess=mode, k=10).flatten()]
+    before = [float.fromhex(h) for h in GRIDS_BEFORE[key]]
+    if metric in COUNT_METRICS:  # ratios of neighbour counts: exact on every CPU
+        assert [v.hex() for v in got] == GRIDS_BEFORE[key]
+    else:  # cknna sums float32 kernel products, whose rounding differs between CPUs (AVX2 vs AVX-512 kernels)
+        assert got == pytest.approx(before, rel=1e-6)
 
 
 def test_grouped_top_equals_topk():

@@ -286,7 +286,8 @@ PRH_BEFORE = {
 
 def test_prh_intervals_and_nulls_are_unchanged_by_the_cached_quantiles():
     """Subsets and permutations take the per-sample prh quantiles of the whole stack, indexed, instead
-    of recomputing them: the same numbers as before, bit for bit (PRH_BEFORE), for kNN, CKA and the
+    of recomputing them: the same numbers as before (PRH_BEFORE: bit for bit for kNN, to the CPU's rounding
+    of float sums for the others), for kNN, CKA and the
     held-out residual (whose null re-summarises Y[perm], clamp included), float32 and float64; the
     intervals equal `reference_ci`, which recomputes every subset's quantiles."""
     xs, ys = prh_case(60, [12, 7, 20], 1), prh_case(60, [9, 16], 2)
@@ -303,7 +304,13 @@ def test_prh_intervals_and_nulls_are_unchanged_by_the_cached_quantiles():
     assert (lo, hi) == pytest.approx(reference_ci("cka", xd, yd, "best", 5, 0.5, 3, "prh"), abs=1e-12)
     r = permutation_null("rotation_residual_heldout", xd, yd, n_perm=4, seed=2, preprocess="prh")
     got["null/heldout64"] = [float(v).hex() for v in r.values]
-    assert got == PRH_BEFORE
+    assert got.keys() == PRH_BEFORE.keys()
+    for key, values in got.items():
+        if key.startswith("null/mutual_knn/"):  # ratios of neighbour counts: exact on every CPU
+            assert values == PRH_BEFORE[key], key
+        else:  # sums of float products, whose last bits differ between CPUs (AVX2 vs AVX-512 kernels)
+            assert [float.fromhex(v) for v in values] == pytest.approx(
+                [float.fromhex(v) for v in PRH_BEFORE[key]], abs=1e-12, rel=1e-9), key
 
 
 def test_prh_quantiles_are_computed_once_per_interval(monkeypatch):

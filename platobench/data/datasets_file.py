@@ -25,10 +25,14 @@ with `--datasets-file FILE` (repeatable), and `platobench.evaluate(datasets_file
         label: label                 # class names, or integer indices into class_names
         templates: [a drawing of a {}.]   # or a template set name (`platobench data show` lists them)
         licence: MIT
+      my-shards:
+        type: webdataset             # tar shards: <key>.jpg|png|... + <key>.txt (or .json, caption: json:<field>)
+        shards: [./shards/*.tar]     # globs relative to this file, each sorted
+        licence: CC-BY-4.0
 
 Unknown keys are refused (with the closest key), every problem names file:line, a name may not shadow a
 built-in dataset or repeat. Revisions come from the content: a folder's manifest and files, a local parquet
-folder's files (`parquet:sha256:<16 hex>`), or a hub entry's pinned `revision`; a manifest edit changes the
+folder's files (`parquet:sha256:<16 hex>`), the shards' bytes, or a hub entry's pinned `revision`; a manifest edit changes the
 fingerprint and every cache key built on it. A dataset that is missing or unreadable is one error naming it.
 """
 
@@ -105,9 +109,22 @@ class HubEntry(_Entry):
     id_column: str | None = None
 
 
-Spec = Annotated[FolderEntry | HubEntry, Field(discriminator="type")]
+class WebDatasetEntry(_Entry):
+    """WebDataset tar shards (platobench/data/webdataset.py): samples grouped by key in each shard."""
+
+    type: Literal["webdataset"]
+    shards: list[str] = Field(min_length=1, description="tar files, or globs of them, relative to this file")
+    caption: str = Field(default="txt", pattern=r"^(txt|json:[A-Za-z0-9_.-]+)$",
+                         description="txt (the .txt member) or json:<field> of the .json member")
+    label: str | None = Field(default=None, pattern=r"^(cls|json:[A-Za-z0-9_.-]+)$",
+                              description="class sets: cls (the .cls member) or json:<field>")
+
+
+Spec = Annotated[FolderEntry | HubEntry | WebDatasetEntry, Field(discriminator="type")]
 _ADAPTER: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(Spec)
-ALLOWED_KEYS = tuple(dict.fromkeys([*FolderEntry.model_fields, *HubEntry.model_fields]))
+ALLOWED_KEYS = tuple(dict.fromkeys([*FolderEntry.model_fields, *HubEntry.model_fields,
+                                     *WebDatasetEntry.model_fields]))
+TYPES = ("folder", "hub", "webdataset")
 
 
 def _resolved(value: str, base: Path) -> Path:
@@ -125,8 +142,33 @@ def _folder_digest(folder: Path) -> str:
     return digest.hexdigest()[:16]
 
 
-def _builder(name: str, spec: FolderEntry | HubEntry, base: Path) -> Any:
+def _shards(patterns: list[str], base: Path, name: str) -> list[Path]:
+    """The shard files the patterns name, each pattern's matches sorted, in pattern order; UserError for a
+    pattern that matches nothing."""
+    out: list[Path] = []
+    for pattern in patterns:
+        path = _resolved(pattern, base)
+        found = sorted(path.parent.glob(path.name)) if any(c in path.name for c in "*?[") else [path]
+        if not found or not all(p.is_file() for p in found):
+            raise UserError(f"dataset {name!r}: shards {shown(pattern)} match no tar file under {path.parent}")
+        out += [p for p in found if p not in out]
+    return out
+
+
+def _builder(name: str, spec: FolderEntry | HubEntry | WebDatasetEntry, base: Path) -> Any:
     """build(name, limit) of the catalogue entry for `spec` (relative paths against `base`)."""
+    if isinstance(spec, WebDatasetEntry):
+
+        def build_shards(name: str, limit: int | None) -> PairedDataset | ClassDataset:
+            from platobench.data import folder, webdataset
+
+            rows = webdataset.ShardRows(name, _shards(spec.shards, base, name),
+                                        caption=spec.caption if spec.kind == "paired" else None, label=spec.label)
+            if spec.kind == "class":
+                return folder.classes(name, rows, spec.template_list(), spec.class_names)
+            return folder.paired(name, rows, limit=limit)
+
+        return build_shards
     if isinstance(spec, FolderEntry):
         root, manifest = _resolved(spec.root, base), _resolved(spec.manifest, base)
 
@@ -170,7 +212,7 @@ def _builder(name: str, spec: FolderEntry | HubEntry, base: Path) -> Any:
     return build_hub
 
 
-def _checked_entry(name: str, raw: Any, path: Path, line: int) -> tuple[FolderEntry | HubEntry | None, list[str]]:
+def _checked_entry(name: str, raw: Any, path: Path, line: int) -> tuple[Any, list[str]]:
     where = f"{path}:{line}" if line else str(path)
     if not isinstance(name, str) or not ID_PATTERN.match(name):
         return None, [f"{where}: datasets[{shown(name)}]: a dataset name is {ID_RULE}"]
@@ -178,8 +220,9 @@ def _checked_entry(name: str, raw: Any, path: Path, line: int) -> tuple[FolderEn
         return None, [f"{where}: datasets[{name!r}]: {name!r} is a built-in dataset; choose another name"]
     if not isinstance(raw, dict):
         return None, [f"{where}: datasets[{name!r}]: expected a mapping of fields, got {type(raw).__name__}"]
-    if raw.get("type") not in ("folder", "hub"):
-        return None, [f"{where}: datasets[{name!r}]: field 'type': expected 'folder' or 'hub' (got {shown(raw.get('type'))})"]
+    if raw.get("type") not in TYPES:
+        return None, [f"{where}: datasets[{name!r}]: field 'type': expected one of {', '.join(TYPES)} "
+                      f"(got {shown(raw.get('type'))})"]
     try:
         spec = _ADAPTER.validate_python(dict(raw))
     except pydantic.ValidationError as exc:
@@ -199,7 +242,7 @@ def _checked_entry(name: str, raw: Any, path: Path, line: int) -> tuple[FolderEn
 def _unprefixed(error: dict[str, Any]) -> dict[str, Any]:
     """A union member's error with the member's tag ('folder', 'hub') left out of its location."""
     loc = tuple(error["loc"])
-    return {**error, "loc": loc[1:] if loc and loc[0] in ("folder", "hub") else loc}
+    return {**error, "loc": loc[1:] if loc and loc[0] in TYPES else loc}
 
 
 def read_datasets_file(path: str | Path) -> dict[str, catalog.Entry]:
@@ -225,10 +268,12 @@ def read_datasets_file(path: str | Path) -> dict[str, catalog.Entry]:
             continue
         if isinstance(spec, FolderEntry):
             source = f"folder:{_resolved(spec.root, path.parent)}"
+        elif isinstance(spec, WebDatasetEntry):
+            source = f"webdataset:{', '.join(spec.shards)}"
         else:
             source = f"parquet:{_resolved(spec.repo, path.parent)}" if _local(spec.repo) else f"hub:{spec.repo}"
         revision = (spec.revision or "content hash") if isinstance(spec, HubEntry) else "content hash"
-        offline = isinstance(spec, FolderEntry) or _local(spec.repo)
+        offline = not isinstance(spec, HubEntry) or _local(spec.repo)
         info = DatasetInfo(name, spec.kind, source, revision, offline, spec.description or f"from {path}")
         entries[name] = catalog.Entry(info, _builder(name, spec, path.parent), licence=spec.licence)
     if problems:

@@ -21,9 +21,9 @@ import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from platobench.data.base import ClassDataset, FileImageLoader, PairedDataset
+from platobench.data.base import ClassDataset, FileImageLoader, ImageLoader, PairedDataset
 from platobench.data.captions import caption_key
 from platobench.data.quality import duplicate_groups
 from platobench.errors import UserError
@@ -140,9 +140,26 @@ class FolderRows:
         refuse_duplicates(name, self.ids, file_digests, "the same image file (identical bytes)")
         self.revision = f"folder:sha256:{digest.hexdigest()[:16]}"
 
+    def loader(self, n: int | None = None) -> FileImageLoader:
+        """The image loader of the first `n` samples (None: all)."""
+        return FileImageLoader(self.paths[:n])
 
-def paired(name: str, rows: FolderRows, *, limit: int | None = None) -> PairedDataset:
+
+class Rows(Protocol):
+    """Checked samples of a dataset of files (`FolderRows`, `webdataset.ShardRows`): ids, caption views (None
+    without captions), raw labels (None without), the content revision and an image loader."""
+
+    ids: list[str]
+    views: list[list[str]] | None
+    labels: list[Any] | None
+    revision: str
+
+    def loader(self, n: int | None = None) -> ImageLoader: ...
+
+
+def paired(name: str, rows: Rows, *, limit: int | None = None) -> PairedDataset:
     """The paired dataset of `rows` (every sample needs a caption; no caption index may repeat a caption)."""
+    assert rows.views is not None
     bare = [sid for sid, v in zip(rows.ids, rows.views) if not v]
     if bare:
         raise UserError(f"dataset {name!r}: {len(bare)} sample(s) have no caption (first: "
@@ -150,10 +167,10 @@ def paired(name: str, rows: FolderRows, *, limit: int | None = None) -> PairedDa
     for index in range(min(len(v) for v in rows.views)):
         refuse_duplicates(name, rows.ids, [caption_key(v[index]) for v in rows.views], f"caption {index}")
     n = len(rows.ids) if limit is None else min(limit, len(rows.ids))
-    return PairedDataset(name, rows.revision, rows.ids[:n], rows.views[:n], FileImageLoader(rows.paths[:n]))
+    return PairedDataset(name, rows.revision, rows.ids[:n], rows.views[:n], rows.loader(n))
 
 
-def classes(name: str, rows: FolderRows, templates: list[str], class_names: list[str] | None) -> ClassDataset:
+def classes(name: str, rows: Rows, templates: list[str], class_names: list[str] | None) -> ClassDataset:
     """The class dataset of `rows`: labels are names (classes sorted, unless `class_names` orders them) or
     indices into `class_names`."""
     assert rows.labels is not None
@@ -178,4 +195,4 @@ def classes(name: str, rows: FolderRows, templates: list[str], class_names: list
             raise UserError(f"dataset {name!r}: {len(bad)} label(s) outside 0..{len(class_names) - 1} "
                             f"(first sample: {shown(bad[0])})")
         names = class_names
-    return ClassDataset(name, rows.revision, rows.ids, labels, names, templates, FileImageLoader(rows.paths))
+    return ClassDataset(name, rows.revision, rows.ids, labels, names, templates, rows.loader())
