@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
+import platobench
 from platobench.cli import main
 from platobench.data import get_dataset, list_datasets
 from platobench.data.datasets_file import read_datasets_file, using
@@ -128,11 +129,12 @@ def test_runs_end_to_end_on_both(written: Path, tmp_path: Path, monkeypatch: pyt
     folder, parquet = records["own-mknn"], records["own-parquet-mknn"]
     assert folder.dataset.n == N and folder.dataset.name == "my-stamps"
     assert folder.score == parquet.score and folder.dataset.fingerprint != parquet.dataset.fingerprint
-    import platobench
-
     again = platobench.evaluate(pair, "own-mknn", settings_files=[written / "settings.yaml"],
                                 datasets_files=[written / "datasets.yaml"], progress=False)
     assert again.records[0].score == folder.score
+    assert main(["check", "--results", str(tmp_path / "r"), "--datasets-file", str(written / "datasets.yaml"),
+                 "--tol", "1e-9", "--json"]) == 0  # check rebuilds the user's datasets by name and reproduces both records
+    assert main(["check", "--results", str(tmp_path / "r"), "--json"]) != 0  # without the file: named, not empty
 
 
 def test_data_show_names_the_licence(written: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -231,7 +233,8 @@ def _stamp_samples(n: int) -> list[tuple[str, bytes | None, str | None]]:
     return out
 
 
-def test_webdataset_shards(tmp_path: Path) -> None:
+def test_webdataset_shards(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PLATOBENCH_HOME", str(tmp_path / "home"))
     samples = _stamp_samples(8)
     (tmp_path / "shards").mkdir()
     _shard(tmp_path / "shards" / "a-000.tar", samples[:5])
@@ -243,6 +246,13 @@ def test_webdataset_shards(tmp_path: Path) -> None:
     assert ds.ids == [k for k, _, _ in samples] and ds.captions(0) == stamps.captions(0)
     assert ds.image(6).tobytes() == stamps.image(6).tobytes() and ds.revision.startswith("webdataset:sha256:")
     assert first.ids == ds.ids[:3] and first.image(2).tobytes() == stamps.image(2).tobytes()
+    settings = tmp_path / "w.yaml"
+    settings.write_text("settings:\n  w-mknn:\n    dataset: w\n    metric: mutual_knn\n    params: {k: 3}\n"
+                        "    n_perm: 0\n    n_ci: 0\n")
+    with using(files):  # extraction reads the images in DataLoader workers: the loader is picklable
+        got = platobench.evaluate("baseline/bag-of-words:baseline/colour-histogram", "w-mknn",
+                                  settings_files=[settings], progress=False, workers=2)
+    assert not got.failed and got.records[0].dataset.n == 8
     _shard(tmp_path / "shards" / "a-001.tar", [*samples[5:7], (samples[7][0], samples[7][1], "Edited.")])
     with using(files):
         assert get_dataset("w").revision != ds.revision

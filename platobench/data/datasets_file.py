@@ -32,8 +32,9 @@ with `--datasets-file FILE` (repeatable), and `platobench.evaluate(datasets_file
 
 Unknown keys are refused (with the closest key), every problem names file:line, a name may not shadow a
 built-in dataset or repeat. Revisions come from the content: a folder's manifest and files, a local parquet
-folder's files (`parquet:sha256:<16 hex>`), the shards' bytes, or a hub entry's pinned `revision`; a manifest edit changes the
-fingerprint and every cache key built on it. A dataset that is missing or unreadable is one error naming it.
+folder's files (`parquet:sha256:<16 hex>`), the shards' bytes, or a hub entry's pinned `revision`; a
+manifest edit changes the fingerprint and every cache key built on it. A dataset that is missing or
+unreadable is one error naming it.
 """
 
 from __future__ import annotations
