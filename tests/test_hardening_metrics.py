@@ -3,6 +3,7 @@ float under/overflow, layer order of safetensors files, and unreadable feature f
 
 from __future__ import annotations
 
+import json
 import pickle
 import zipfile
 
@@ -232,10 +233,27 @@ def test_score_command_reports_a_bad_file_as_one_line(tmp_path, capsys):
     assert "bad.npy" in err and err.count("\n") == 1
 
 
-def test_score_command_names_a_constant_layer_of_a_file(tmp_path, capsys):
-    x, y = tmp_path / "x.npy", tmp_path / "y.npy"
-    np.save(x, np.stack([X, np.ones_like(X)]))
+def test_score_command_leaves_out_a_constant_layer_as_run_does(tmp_path, capsys):
+    """A layer constant across the samples (a ViT's CLS token before the first block) is left out and named,
+    as `run` leaves it out of a record's grid; a fixed selection still names the models' own layers, and
+    naming the constant one, or a file of constant layers only, is an error."""
+    x, y, flat = tmp_path / "x.npy", tmp_path / "y.npy", tmp_path / "flat.npy"
+    np.save(x, np.stack([np.ones_like(X), X, X[::-1].copy()]))
     np.save(y, Y)
-    assert main(["score", "--metric", "mutual_knn", "--x", str(x), "--y", str(y)]) == 2
+    np.save(flat, np.stack([np.ones_like(X), np.zeros_like(X)]))
+    assert main(["score", "--metric", "mutual_knn", "--x", str(x), "--y", str(y), "--grid", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    alone = score("mutual_knn", X, Y)
+    assert out["excluded_layers"] == {"x": [0], "y": []} and out["grid"][0] == [None]
+    assert out["grid"][1] == [alone] and (out["selection"]["x_layer"], out["score"]) == (1, alone)
+    assert main(["score", "--metric", "mutual_knn", "--x", str(x), "--y", str(y), "--selection", "fixed:2,0",
+                 "--json"]) == 0
+    fixed = json.loads(capsys.readouterr().out)
+    assert fixed["selection"]["x_layer"] == 2 and fixed["score"] == score("mutual_knn", X[::-1].copy(), Y)
+    assert main(["score", "--metric", "mutual_knn", "--x", str(x), "--y", str(y)]) == 0
+    assert "left out: layer(s) 0 of " in capsys.readouterr().out
+    assert main(["score", "--metric", "mutual_knn", "--x", str(x), "--y", str(y), "--selection", "fixed:0,0"]) == 2
+    assert "names layer 0" in capsys.readouterr().err
+    assert main(["score", "--metric", "mutual_knn", "--x", str(flat), "--y", str(y)]) == 2
     err = capsys.readouterr().err
-    assert "x.npy" in err and "layer 1" in err and "constant" in err
+    assert "flat.npy" in err and "every layer" in err and "constant" in err

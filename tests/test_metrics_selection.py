@@ -62,3 +62,31 @@ def test_out_of_range_and_bad_grid():
         select(GRID, (-3, 0), True)
     with pytest.raises(UserError, match="non-empty"):
         select(torch.zeros(0, 2), "best", True)
+
+
+def test_a_fixed_selection_names_the_models_layers_when_constant_layers_are_left_out():
+    """`kept_selection` moves a fixed pair to the kept layers' grid ("best" and "last" stay), refuses a left-out
+    layer; `score_paired` with a constant first vision layer then scores and records the layers it names."""
+    from platobench.bench.scoring import score_paired
+    from platobench.bench.settings import Setting
+    from platobench.errors import UserError
+    from platobench.metrics.selection import kept_selection
+    from platobench.results import DatasetRef
+    from platobench.zoo import load_zoo
+
+    assert kept_selection("fixed:1,2", (3, 4), [0, 1, 2], [1, 2, 3]) == "fixed:1,1"
+    assert kept_selection("1,-1", (3, 4), [0, 1, 2], [1, 2, 3]) == "fixed:1,2"
+    assert kept_selection("best", (3, 4), [0], [1]) == "best" and kept_selection("last", (3, 4), [0], [1]) == "last"
+    with pytest.raises(UserError, match="names layer 0 of Ys"):
+        kept_selection("fixed:1,0", (3, 4), [0, 1, 2], [1, 2, 3])
+    g = torch.Generator().manual_seed(3)
+    latent = torch.randn(60, 6, generator=g)
+    text = [latent @ torch.randn(6, 10, generator=g) + torch.randn(60, 10, generator=g) for _ in range(3)]
+    vision = [torch.ones(60, 8)] + [latent @ torch.randn(6, 8, generator=g) * (j + 1) + torch.randn(60, 8, generator=g)
+                                    for j in range(3)]
+    setting = Setting(id="t", dataset="d", metric="cka", selection="fixed:1,2", n_perm=3, n_ci=0)
+    zoo = load_zoo()
+    record = score_paired(setting, zoo.get("demo/minilm-l6"), zoo.get("demo/dinov2-s-imgfocus"), text, vision,
+                          DatasetRef(name="d", revision="r", n=60, fingerprint="f" * 64), inputs={})
+    assert record.layers == (1, 2) and record.score == pytest.approx(record.grid[1][2], abs=1e-8)
+    assert record.grid[1][0] is None and record.extra["excluded_layers"]["vision"] == [0]

@@ -100,7 +100,6 @@ class AlignmentProbe:
     ) -> None:
         from platobench.api.evaluation import as_zoo
         from platobench.bench.runner import job_inputs
-        from platobench.bench.scoring import varying_layers
         from platobench.bench.settings import Catalog
         from platobench.data.datasets_file import using
         from platobench.features.extract import extract
@@ -108,6 +107,7 @@ class AlignmentProbe:
         from platobench.metrics.api import summarize_side
         from platobench.metrics.cached_layers import take_layers
         from platobench.metrics.registry import get_metric
+        from platobench.metrics.validation import varying_layers
 
         catalog = Catalog(tuple(settings_files))
         if setting not in catalog.settings:
@@ -174,11 +174,11 @@ class AlignmentProbe:
     def score(self, model: EncodeFn | Any) -> ProbeScore:
         """The setting's score of `model` against the reference: `model` is a callable `encode_fn` (see
         `encode`) or features [N, D], [L, N, D] or a list of [N, D_l] with rows in `ids` order."""
-        from platobench.bench.scoring import varying_layers
         from platobench.metrics.api import LayerSummaries, summarize_side
         from platobench.metrics.cached_layers import take_layers
-        from platobench.metrics.selection import select
+        from platobench.metrics.selection import kept_selection, select
         from platobench.metrics.stats import chance_level
+        from platobench.metrics.validation import varying_layers
 
         layers = self.encode(model) if callable(model) else _as_layers(model, len(self.dataset))
         t0 = time.perf_counter()
@@ -190,8 +190,12 @@ class AlignmentProbe:
                               preprocess=s.preprocess, label="probe layer {i}", **self._params)
         sx, sy = (self._ref_summaries, mine) if self._ref_x else (mine, self._ref_summaries)
         grid = LayerSummaries(self._metric, self._params, len(self.dataset), sx, sy).grid()
-        chosen = select(grid, s.selection, self._metric.higher_is_better)
         ref_rows = self._ref_rows
+        shape, kept = (len(layers), self._ref_layers), (rows, ref_rows)
+        if self._ref_x:
+            shape, kept = shape[::-1], kept[::-1]
+        spec = kept_selection(s.selection, shape, *kept)
+        chosen = select(grid, spec, self._metric.higher_is_better)
         probe_i, ref_i = (chosen.y_layer, chosen.x_layer) if self._ref_x else (chosen.x_layer, chosen.y_layer)
         full = np.full((len(layers), self._ref_layers), np.nan)
         mine_grid = grid.T if self._ref_x else grid

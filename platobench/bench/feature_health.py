@@ -3,7 +3,7 @@
 A layer is flagged for rows that are exactly zero (every feature 0), rows that equal an earlier nonzero row
 (duplicate rows: the mock samples are distinct inputs, so equal features mean the encoder ignores part of
 its input), and for being near-constant across the samples: the rule of `varying_layers` in
-platobench/bench/scoring.py (largest deviation from the per-feature mean at most CONSTANT_RTOL x the
+platobench/metrics/validation.py (largest deviation from the per-feature mean at most CONSTANT_RTOL x the
 largest magnitude), under which scoring leaves the layer out of the grid. None of these is fatal on its
 own; `submit` refuses an encoder only when every layer is near-constant (nothing left to score).
 """
@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from platobench.bench.scoring import CONSTANT_RTOL, varying_layers
+from platobench.metrics.validation import CONSTANT_RTOL, varying_layers
 
 
 @dataclass(frozen=True)

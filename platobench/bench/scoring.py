@@ -12,8 +12,9 @@ from platobench.bench.settings import Setting
 from platobench.metrics import get_metric
 from platobench.metrics.api import summarize_layers
 from platobench.metrics.cached_layers import take_layers
-from platobench.metrics.selection import select
+from platobench.metrics.selection import kept_selection, select
 from platobench.metrics.stats import chance_level, interval_method, permutation_null, subsample_ci
+from platobench.metrics.validation import CONSTANT_RTOL, varying_layers
 from platobench.results import (
     DatasetRef,
     IntervalRef,
@@ -25,7 +26,6 @@ from platobench.results import (
 )
 from platobench.zoo import ModelSpec
 
-CONSTANT_RTOL = 1e-5
 # Metrics built on discrete neighbour sets: a near tie between two neighbours is decided by float rounding,
 # which differs between CPUs. Their records measure how far rounding-sized noise moves them.
 KNN_METRICS = frozenset({"mutual_knn", "cycle_knn", "lcs_knn", "cknna"})
@@ -36,19 +36,6 @@ CHECK_TOL = 1e-3  # `platobench check`'s default tolerance
 # rounding-sized noise moves by more than half of this is not reproducible across CPUs at any useful
 # precision: `check` still holds it to this bound (the committed records need at most 0.016).
 MAX_ROUNDING_TOLERANCE = 0.02
-
-
-def varying_layers(layers: Sequence[torch.Tensor], rtol: float = CONSTANT_RTOL) -> list[int]:
-    """Positions of the layers whose features vary across samples. A layer whose largest deviation from
-    its per-feature mean is at most `rtol` x its largest magnitude is constant up to float rounding (e.g.
-    a ViT's CLS token at the embedding layer, identical for every image): every metric on it would
-    score rounding noise, so such layers are excluded from the grid and named in the record."""
-    keep = []
-    for i, x in enumerate(layers):
-        scale = float(x.abs().max())
-        if scale > 0 and float((x - x.mean(0)).abs().max()) > rtol * scale:
-            keep.append(i)
-    return keep
 
 
 def _embed(grid: torch.Tensor, rows: list[int], cols: list[int], shape: tuple[int, int]) -> list[list[float | None]]:
@@ -65,13 +52,14 @@ def _perturbed(layers: Sequence[torch.Tensor], gen: torch.Generator) -> list[tor
 
 def rounding_sensitivity(
     setting: Setting, lang_layers: Sequence[torch.Tensor], vis_layers: Sequence[torch.Tensor],
-    params: dict[str, Any], grid: torch.Tensor, higher_is_better: bool,
+    params: dict[str, Any], grid: torch.Tensor, higher_is_better: bool, selection: str,
 ) -> dict[str, Any]:
     """How far CPU-rounding-sized noise moves a record: the features are multiplied by (1 + 1e-6 e),
     e ~ N(0, 1), in `ROUNDING_DRAWS` seeded draws; returns the largest change of the selected score and of
     any grid cell. When it exceeds half of `check`'s 0.001, the record states its own check tolerance
-    (twice the largest change) instead of failing on other machines — written, never silent."""
-    chosen = select(grid, setting.selection, higher_is_better).score
+    (twice the largest change) instead of failing on other machines — written, never silent. `selection`:
+    the setting's selection on the grid of these (kept) layers (`kept_selection`)."""
+    chosen = select(grid, selection, higher_is_better).score
     worst = 0.0
     for draw in range(ROUNDING_DRAWS):
         gen = torch.Generator().manual_seed(draw)
@@ -79,7 +67,7 @@ def rounding_sensitivity(
             setting.metric, _perturbed(lang_layers, gen), _perturbed(vis_layers, gen),
             preprocess=setting.preprocess, **params,
         ).grid()
-        moved = max(abs(select(noisy, setting.selection, higher_is_better).score - chosen),
+        moved = max(abs(select(noisy, selection, higher_is_better).score - chosen),
                     float((noisy - grid).abs().max()))
         worst = max(worst, moved)
     out: dict[str, Any] = {"rounding": {"noise": ROUNDING_NOISE, "draws": ROUNDING_DRAWS, "max_change": worst}}
@@ -117,24 +105,26 @@ def score_paired(
     if not rows or not cols:
         side = "language" if not rows else "vision"
         raise ValueError(f"every layer of the {side} model is constant across the samples; nothing to score")
+    # a fixed selection names layers of the whole models: moved to the kept layers' grid
+    sel = kept_selection(setting.selection, shape, rows, cols, (language.name, vision.name))
     lang_layers, vis_layers = take_layers(lang_layers, rows), take_layers(vis_layers, cols)
     summaries = summarize_layers(setting.metric, lang_layers, vis_layers, preprocess=setting.preprocess, **params)
     grid = summaries.grid()
-    chosen = select(grid, setting.selection, metric.higher_is_better)
-    rounding = (rounding_sensitivity(setting, lang_layers, vis_layers, params, grid, metric.higher_is_better)
+    chosen = select(grid, sel, metric.higher_is_better)
+    rounding = (rounding_sensitivity(setting, lang_layers, vis_layers, params, grid, metric.higher_is_better, sel)
                 if metric.id in KNN_METRICS else {})
     last = float(grid[-1, -1]) if (rows[-1], cols[-1]) == (shape[0] - 1, shape[1] - 1) else None
     null = ci = calibrated = None
     if setting.n_perm > 0:
         res = permutation_null(
-            setting.metric, lang_layers, vis_layers, selection=setting.selection, n_perm=setting.n_perm,
+            setting.metric, lang_layers, vis_layers, selection=sel, n_perm=setting.n_perm,
             seed=setting.seed, preprocess=setting.preprocess, summaries=summaries, **params,
         )
         null = NullRef(mean=res.mean, std=res.std, p_value=res.p_value, n_perm=res.n_perm, seed=res.seed)
         calibrated = res.calibrated
     if setting.n_ci > 0:
         lo, hi = subsample_ci(
-            setting.metric, lang_layers, vis_layers, selection=setting.selection, n_sub=setting.n_ci,
+            setting.metric, lang_layers, vis_layers, selection=sel, n_sub=setting.n_ci,
             frac=setting.ci_fraction, level=setting.ci_level, seed=setting.seed, preprocess=setting.preprocess,
             summaries=summaries, **params,
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import re
 import sys
@@ -195,9 +196,12 @@ def _cached_layers(args: argparse.Namespace) -> tuple[Sequence[torch.Tensor], Se
 
 
 def _score(args: argparse.Namespace) -> int:
+    import torch
+
     from platobench.metrics import get_metric
     from platobench.metrics.api import summarize_layers
-    from platobench.metrics.selection import select
+    from platobench.metrics.selection import kept_selection, select
+    from platobench.metrics.validation import varying_layers
 
     metric = get_metric(args.metric)
     params = metric.resolve_params(parse_key_values(args.param, "--param", "NAME=VALUE"))
@@ -212,25 +216,40 @@ def _score(args: argparse.Namespace) -> int:
                             "row i of both files must be the same sample")
     else:
         raise UserError("give either --x and --y (files) or --x-model, --y-model and --dataset")
+    # layers constant across the samples (a ViT's CLS token before the first block) are left out, as `run` does
+    shape = (len(xs), len(ys))
+    rows, cols = varying_layers(xs), varying_layers(ys)
+    for kept, source in ((rows, sources[0]), (cols, sources[1])):
+        if not kept:
+            raise UserError(f"every layer of {source} is constant across the samples; nothing to score")
+    spec = kept_selection(args.selection, shape, rows, cols, sources)
+    xs, ys = [xs[i] for i in rows], [ys[j] for j in cols]
     labels = (f"layer {{i}} of {sources[0]}", f"layer {{i}} of {sources[1]}")
     summaries = summarize_layers(metric.id, xs, ys, preprocess=args.preprocess, labels=labels, **params)
     grid = summaries.grid()
-    chosen = select(grid, args.selection, metric.higher_is_better)
+    chosen = select(grid, spec, metric.higher_is_better)
+    chosen = dataclasses.replace(chosen, x_layer=rows[chosen.x_layer], y_layer=cols[chosen.y_layer])
+    excluded = {"x": [i for i in range(shape[0]) if i not in rows], "y": [j for j in range(shape[1]) if j not in cols]}
     out = {"metric": metric.id, "params": params, "preprocess": args.preprocess, "selection": chosen.to_record(),
-           "score": chosen.score, "n": int(xs[0].shape[0])}
-    out.update(score_statistics(metric.id, xs, ys, summaries, args, params, out["n"]))
+           "score": chosen.score, "n": int(xs[0].shape[0]), "excluded_layers": excluded}
+    out.update(score_statistics(metric.id, xs, ys, summaries, args, params, out["n"], spec))
     out["warnings"] = size_warnings(out["n"], xs, ys)
     if args.grid:
-        out["grid"] = grid.tolist()
+        full = torch.full(shape, float("nan"), dtype=torch.float64)
+        full[torch.tensor(rows)[:, None], torch.tensor(cols)[None, :]] = grid
+        out["grid"] = [[None if v != v else v for v in row] for row in full.tolist()]
     if args.json:
         print(json.dumps(out))
     else:
         print(f"{metric.id} = {chosen.score:.6f} (layers {chosen.x_layer}, {chosen.y_layer}; {chosen.mode}; n={out['n']})")
         for line in statistics_lines(out):
             print(line)
+        for side, source in (("x", sources[0]), ("y", sources[1])):
+            if excluded[side]:
+                print(f"left out: layer(s) {', '.join(map(str, excluded[side]))} of {source}, constant across the samples")
         if args.grid:
-            for row in grid.tolist():
-                print(" ".join(f"{v:8.4f}" for v in row))
+            for row in out["grid"]:
+                print(" ".join("       -" if v is None else f"{v:8.4f}" for v in row))
     sys.stdout.flush()
     for warning in out["warnings"]:
         print(f"warning: {warning}", file=sys.stderr)
@@ -250,10 +269,11 @@ def size_warnings(n: int, xs: list[torch.Tensor], ys: list[torch.Tensor]) -> lis
 
 
 def score_statistics(metric: str, xs: list[torch.Tensor], ys: list[torch.Tensor], summaries: Any,
-                     args: argparse.Namespace, params: dict[str, Any], n: int) -> dict[str, Any]:
+                     args: argparse.Namespace, params: dict[str, Any], n: int, selection: str) -> dict[str, Any]:
     """{"chance": closed-form chance level or None, "null": permutation null summary or None}; the null
     (mean, std, p_value, p_floor = 1/(B+1), calibrated, n_perm, seed) with --null B > 0, or unasked
-    (`DEFAULT_NULL` shuffles, "null_by_default" true) when the chance level has no closed form."""
+    (`DEFAULT_NULL` shuffles, "null_by_default" true) when the chance level has no closed form. `xs`, `ys`:
+    the scored (kept) layers; `selection`: the spec on their grid (`kept_selection`)."""
     from platobench.metrics.stats import chance_level, permutation_null
 
     if args.null is not None and args.null < 0:
@@ -264,7 +284,7 @@ def score_statistics(metric: str, xs: list[torch.Tensor], ys: list[torch.Tensor]
     n_perm = args.null if args.null is not None else (DEFAULT_NULL if chance is None else 0)
     out: dict[str, Any] = {"chance": chance, "null": None, "null_by_default": args.null is None and n_perm > 0}
     if n_perm > 0:
-        res = permutation_null(metric, xs, ys, selection=args.selection, n_perm=n_perm, seed=args.seed,
+        res = permutation_null(metric, xs, ys, selection=selection, n_perm=n_perm, seed=args.seed,
                                preprocess=args.preprocess, summaries=summaries, **params)
         out["null"] = {"mean": res.mean, "std": res.std, "p_value": res.p_value, "p_floor": 1 / (res.n_perm + 1),
                        "calibrated": res.calibrated, "n_perm": res.n_perm, "seed": res.seed}

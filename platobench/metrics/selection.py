@@ -18,6 +18,7 @@ Specs (strings, so they fit a CLI flag or a settings file); this is the one desc
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -79,6 +80,23 @@ def select_index(shape: tuple[int, int], spec: str | tuple[int, int]) -> tuple[i
     if spec == "last":
         return shape[0] - 1, shape[1] - 1
     return _fixed_index(spec[0], shape[0], "Xs"), _fixed_index(spec[1], shape[1], "Ys")
+
+
+def kept_selection(spec: str | tuple[int, int], shape: tuple[int, int], rows: Sequence[int],
+                   cols: Sequence[int], names: tuple[str, str] = ("Xs", "Ys")) -> str:
+    """`spec` for the grid of the kept layers `rows` x `cols` of a [shape] grid (constant layers left out):
+    "best" and "last" as they are, a fixed pair of layer indices of the whole models moved to the kept
+    grid's positions (so "fixed:3,5" still scores layers 3 and 5 when layer 0 was left out); UserError when
+    a fixed layer is one that was left out."""
+    parsed = parse_selection(spec)
+    if parsed in ("best", "last"):
+        return parsed
+    i, j = select_index(shape, parsed)  # type: ignore[misc]
+    for index, kept, name in ((i, rows, names[0]), (j, cols, names[1])):
+        if index not in kept:
+            raise UserError(f"the fixed layer selection names layer {index} of {name}, which is constant across "
+                            "the samples (left out of the grid); choose another layer")
+    return f"{FIXED_PREFIX}{list(rows).index(i)},{list(cols).index(j)}"
 
 
 def best_index(grid: torch.Tensor, higher_is_better: bool) -> tuple[int, int]:

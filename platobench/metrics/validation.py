@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -143,3 +144,21 @@ def check_int(value: Any, name: str, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
         raise UserError(f"{name} must be an integer >= {minimum}, got {value!r}")
     return int(value)
+
+
+#: A layer whose largest deviation from its per-feature mean is at most this x its largest magnitude is
+#: constant across the samples up to float rounding (`varying_layers`).
+CONSTANT_RTOL = 1e-5
+
+
+def varying_layers(layers: Sequence[torch.Tensor], rtol: float = CONSTANT_RTOL) -> list[int]:
+    """Positions of the layers whose features vary across samples. A layer whose largest deviation from
+    its per-feature mean is at most `rtol` x its largest magnitude is constant up to float rounding (e.g.
+    a ViT's CLS token at the embedding layer, identical for every image): every metric on it would
+    score rounding noise, so such layers are excluded from the grid and named in the record."""
+    keep = []
+    for i, x in enumerate(layers):
+        scale = float(x.abs().max())
+        if scale > 0 and float((x - x.mean(0)).abs().max()) > rtol * scale:
+            keep.append(i)
+    return keep
