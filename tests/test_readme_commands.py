@@ -68,6 +68,9 @@ PARSE_ONLY = {
     "platobench stitch --text demo/mpnet-base": "12 minutes; tests/test_stitch_cli.py runs --quick",
     "platobench scaling-n": "13 minutes; tests/test_scaling_n.py runs it small",
     "platobench stitch": "12 minutes; tests/test_stitch_cli.py runs --quick",
+    "platobench score --metric mutual_knn --param k=10 --preprocess prh --x-model demo/minilm-l6 --y-model "
+    "demo/efficientnet-lite0 --dataset openclipart-1024 --limit 644": "extracts two models on 1024 images from a "
+        "fresh cache (~2 min); tests/test_demo_regression.py extracts and checks the same features",
     "platobench data show my-stamps --datasets-file examples/own_data/datasets.yaml":
         "needs examples/own_data/make_folder.py run first; tests/test_datasets_file.py writes the folder and runs it",
     "platobench run --pairs demo/minilm-l6:demo/dinov2-s-imgfocus,baseline/bag-of-words:baseline/colour-histogram "
