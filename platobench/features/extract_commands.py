@@ -75,7 +75,8 @@ def _run(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(report.as_dict()))
         else:
-            state = "cached" if report.cached else f"extracted in {report.seconds:.1f} s"
+            state = (f"sliced from cached entry {report.sliced_from[:12]}" if report.sliced_from
+                     else "cached" if report.cached else f"extracted in {report.seconds:.1f} s")
             print(f"{spec.name} on {dataset.name}: n={report.n}, {len(report.layers)} layers, {state} -> {report.path}")
         if args.export is not None:
             _export(spec, entry, args.export, quiet=args.json)
