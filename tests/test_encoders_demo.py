@@ -1,5 +1,6 @@
 """The offline demo models (real weights from pip), prepared into a tmp cache root: documented layers and
-widths, padding invariance of the causal LM, determinism, and a real-signal alignment check (PRH)."""
+widths, padding invariance of the causal LM, determinism; and a real-signal alignment check (PRH) through
+the session's feature cache."""
 
 import importlib.util
 
@@ -76,21 +77,20 @@ def test_causal_lm_caption_alone_equals_inside_left_padded_batch(home, zoo, pool
         torch.testing.assert_close(t[0], a[0], rtol=1e-4, atol=1e-5 * float(a.abs().max()))
 
 
-def test_dinov2_imgfocus_vs_minilm_mutual_knn_beats_shuffled_captions(home, zoo, dataset):
+def test_dinov2_imgfocus_vs_minilm_mutual_knn_beats_shuffled_captions(zoo, dataset):
     """400 Tux Paint stamps and their captions, last layers, l2: .116 aligned against .027 with the
     captions shuffled (measured on the committed offline board's features); the bounds leave room for
-    float rounding, not for a broken pipeline."""
+    float rounding, not for a broken pipeline. Extracted through the feature cache of the session's home,
+    so later tests on the first <= 400 stamps (the jepa experiments' --quick runs) slice these features
+    instead of running DINOv2 again."""
+    from platobench.features.extract import extract
+    from platobench.features.store import FeatureStore
     from platobench.metrics import score
 
-    vision = load_encoder(zoo.get("demo/dinov2-s-imgfocus"), home=home)
-    text = load_encoder(zoo.get("demo/minilm-l6"), home=home)
-    images = []
-    for start in range(0, len(dataset), 50):
-        pixels = torch.stack([vision.transform(dataset.image(i)) for i in range(start, min(start + 50, len(dataset)))])
-        images.append(vision.encode(pixels)[-1])
-    captions = dataset.captions()
-    texts = [text.encode(text.tokenize(captions[s:s + 100]))[-1] for s in range(0, len(captions), 100)]
-    x, y = torch.cat(images), torch.cat(texts)
+    store = FeatureStore()
+    vision, _ = extract(zoo.get("demo/dinov2-s-imgfocus"), dataset, store=store, prompt="image", progress=False)
+    text, _ = extract(zoo.get("demo/minilm-l6"), dataset, store=store, prompt="caption:0", progress=False)
+    x, y = vision.cached_layers()[-1], text.cached_layers()[-1]
     aligned = score("mutual_knn", x, y, k=10, preprocess="l2")
     shuffled = score("mutual_knn", x, y[torch.randperm(len(y), generator=torch.Generator().manual_seed(0))], k=10, preprocess="l2")
     assert shuffled < 0.05
