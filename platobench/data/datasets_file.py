@@ -135,7 +135,7 @@ def _resolved(value: str, base: Path) -> Path:
 
 def _folder_digest(folder: Path) -> str:
     """sha256 (16 hex) of every file under `folder`: relative path and bytes, in sorted order."""
-    from platobench.data.folder import file_sha256
+    from platobench.files.digest import file_sha256
 
     digest = hashlib.sha256()
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):

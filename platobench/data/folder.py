@@ -27,10 +27,10 @@ from platobench.data.base import ClassDataset, FileImageLoader, ImageLoader, Pai
 from platobench.data.captions import caption_key
 from platobench.data.quality import duplicate_groups
 from platobench.errors import UserError
+from platobench.files.digest import file_sha256
 from platobench.files.ids import shown
 
 MANIFEST_SUFFIXES = (".jsonl", ".csv", ".parquet")
-HASH_CHUNK = 1 << 20
 
 
 def read_manifest(path: Path) -> list[dict[str, Any]]:
@@ -84,15 +84,6 @@ def _texts(value: Any) -> list[str]:
     if isinstance(value, (list, tuple)):
         return [str(v) for v in value if isinstance(v, str) and v.strip()]
     return [str(value)]
-
-
-def file_sha256(path: Path) -> str:
-    """sha256 (hex) of a file's bytes, read in 1 MiB chunks."""
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(HASH_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def refuse_duplicates(name: str, ids: Sequence[str], keys: Sequence[Any], what: str) -> None:

@@ -24,8 +24,8 @@ from typing import Any
 
 from PIL import Image
 
-from platobench.data.folder import file_sha256
 from platobench.errors import UserError
+from platobench.files.digest import file_sha256
 from platobench.files.ids import shown
 
 IMAGE_EXTENSIONS = ("jpg", "jpeg", "png", "webp", "bmp", "gif", "tif", "tiff")

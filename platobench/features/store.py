@@ -49,6 +49,7 @@ from platobench.dtypes import DTYPE_NAMES
 from platobench.errors import UserError
 from platobench.features.entry_lock import EntryLock
 from platobench.files import staging
+from platobench.files.digest import file_sha256
 from platobench.metrics.cached_layers import CachedLayers
 
 if TYPE_CHECKING:
@@ -163,12 +164,6 @@ def safetensors_header(path: Path) -> dict[str, Any] | None:
 
 def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def file_sha256(path: Path) -> str:
-    """sha256 (hex) of a file, read in blocks (never whole into memory)."""
-    with open(path, "rb") as fh:
-        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def _key_digest(key: dict[str, Any]) -> str:
