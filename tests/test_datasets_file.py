@@ -24,25 +24,10 @@ from platobench.zoo import load_zoo
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "own_data"
 N = 24
-SETTINGS = """
-settings:
-  own-mknn:
-    dataset: my-stamps
-    metric: mutual_knn
-    params: {k: 5}
-    preprocess: prh
-    selection: best
-    n_perm: 5
-    n_ci: 3
-  own-parquet-mknn:
-    dataset: my-stamps-parquet
-    metric: mutual_knn
-    params: {k: 5}
-    preprocess: prh
-    selection: best
-    n_perm: 5
-    n_ci: 3
-"""
+SETTINGS = "settings:\n" + "".join(
+    f"  {sid}:\n    dataset: {ds}\n    metric: mutual_knn\n    params: {{k: 5}}\n    preprocess: prh\n"
+    "    selection: best\n    n_perm: 5\n    n_ci: 3\n"
+    for sid, ds in (("own-mknn", "my-stamps"), ("own-parquet-mknn", "my-stamps-parquet")))
 
 
 @pytest.fixture(scope="module")
