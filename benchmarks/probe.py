@@ -42,8 +42,8 @@ def main() -> None:
         setting = catalog.settings[sid]
         job_in = job_inputs(setting, None, {})
         text, vision = zoo.get(PROBED), zoo.get(REFERENCE)
-        t_entry, _ = extract(text, job_in.text_data, store=store, prompt=job_in.text_prompt, progress=False)
-        v_entry, _ = extract(vision, job_in.image_data, store=store, prompt="image", progress=False)
+        t_entry, _ = extract(text, job_in.x.data, store=store, prompt=job_in.x.prompt, progress=False)
+        v_entry, _ = extract(vision, job_in.y.data, store=store, prompt=job_in.y.prompt, progress=False)
         t0 = time.perf_counter()
         probe = platobench.AlignmentProbe(REFERENCE, setting=sid)
         build_s = time.perf_counter() - t0

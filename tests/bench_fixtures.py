@@ -15,7 +15,7 @@ import torch
 from platobench.data import get_dataset
 from platobench.features.extract import feature_key
 from platobench.features.store import FeatureStore
-from platobench.results import DatasetRef, IntervalRef, MetricRef, ModelRef, NullRef, ResultRecord
+from platobench.results import DatasetRef, IntervalRef, MetricRef, NullRef, ResultRecord, SideRef
 from platobench.zoo import load_zoo
 
 TINY_SETTINGS = """
@@ -51,8 +51,8 @@ def make_record(
         setting=setting,
         metric=MetricRef(id="mutual_knn" if higher else "rotation_residual_heldout", params={"k": 10},
                          preprocess="prh", selection="best", higher_is_better=higher),
-        language=ModelRef(name=language, params_m=params_l, kind=kind_l),
-        vision=ModelRef(name=vision, params_m=22.1, kind="vision_vit"),
+        x=SideRef(name=language, params_m=params_l, kind=kind_l, modality="text", input="caption:0"),
+        y=SideRef(name=vision, params_m=22.1, kind="vision_vit", modality="vision", input="image"),
         dataset=DatasetRef(name="openclipart-1024", revision="r1", n=n, fingerprint=fingerprint),
         score=score, layers=(min(1, len(grid) - 1), min(1, len(grid[0]) - 1)), last_layer_score=grid[-1][-1], chance=0.1,
         null=NullRef(mean=0.1 if higher else 1.9, std=0.01, p_value=0.01, n_perm=100, seed=0),

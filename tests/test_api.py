@@ -67,9 +67,9 @@ def test_evaluate_equals_the_records_on_disk_and_the_cli(home: Path, seeded: tup
     # the leaderboard's CSV of the same records, read back, is the same table (empty cells as absent values)
     # read as text and parsed by float(), which round-trips every repr (pandas' own parser may not)
     csv = pd.read_csv(io.StringIO(csv_text(build_boards(on_disk))), dtype=str, keep_default_na=False)
-    for column in ("setting", "language", "vision", "metric", "dataset_fingerprint"):
+    for column in ("setting", "x", "y", "metric", "dataset_fingerprint"):
         assert list(table[column]) == list(csv[column])
-    for column in ("score", "ci_lo", "ci_hi", "p_value", "layer_language", "layer_vision", "rank"):
+    for column in ("score", "ci_lo", "ci_hi", "p_value", "layer_x", "layer_y", "rank"):
         parsed = [float(v) if v else float("nan") for v in csv[column]]
         np.testing.assert_array_equal(table[column].astype(float).to_numpy(), np.array(parsed))
     by_setting = {r.setting: r for r in on_disk}

@@ -37,6 +37,6 @@ def test_an_unknown_token_is_named_with_what_it_could_be():
     with pytest.raises(UserError) as err:
         names("offline,nope")
     msg = str(err.value)
-    assert "'nope' is neither a pair set name (" in msg and "offline" in msg and "LANGUAGE_MODEL:VISION_MODEL" in msg
+    assert "'nope' is neither a pair set name (" in msg and "offline" in msg and "X_MODEL:Y_MODEL" in msg
     with pytest.raises(UserError, match="--pairs is empty"):
         names(" , ")

@@ -73,7 +73,7 @@ def test_settings_show_prints_every_field_and_its_groups(capsys):
     code, out, _ = run(capsys, "settings", "show", "demo-mknn")
     fields = {line.split()[0]: line.split(None, 1)[1] for line in out.splitlines()}
     assert code == 0 and fields["n_perm"] == "100" and fields["params"] == '{"k": 10}'
-    assert fields["groups"] == "demo, offline"
+    assert fields["groups"] == "demo, offline, same-modality"
     code, out, _ = run(capsys, "settings", "show", "zs-fmnist", "--json")
     record = json.loads(out)
     assert record["kind"] == "zeroshot" and record["groups"] == ["demo", "offline", "demo-zeroshot"]
@@ -111,28 +111,29 @@ def test_settings_show_unknown_suggests_close_names(capsys):
 def test_pairs_list_gives_sizes_and_descriptions(capsys):
     code, out, _ = run(capsys, "pairs", "list", "--json")
     rows = {r["name"]: r for r in json.loads(out)}
-    assert code == 0 and (rows["demo"]["language"], rows["demo"]["vision"], rows["demo"]["pairs"]) == (5, 4, 20)
-    assert (rows["prh-val"]["language"], rows["prh-val"]["vision"]) == (12, 17)
+    assert code == 0 and (rows["demo"]["x"], rows["demo"]["y"], rows["demo"]["pairs"]) == (5, 4, 20)
+    assert (rows["prh-val"]["x"], rows["prh-val"]["y"], rows["prh-val"]["modalities"]) == (12, 17, ["text", "vision"])
     code, out, _ = run(capsys, "pairs", "list")
     lines = out.splitlines()
-    assert lines[0].split() == ["name", "language", "vision", "pairs", "description"]
+    assert lines[0].split() == ["name", "modalities", "x", "y", "pairs", "description"]
     end = lines[0].index("pairs") + len("pairs")
     demo = next(line for line in lines if line.startswith("demo "))
     assert demo[end - 2 : end] == "20"  # numbers right-aligned under their header
-    assert len({line.index(line.split()[4]) for line in lines}) == 1  # descriptions start in one column
+    column = lines[0].index("description")
+    assert all(line[column - 2 : column] == "  " and line[column] != " " for line in lines[1:])  # descriptions start in one column
 
 
 def test_pairs_show_resolves_both_sides(capsys):
     code, out, _ = run(capsys, "pairs", "show", "demo", "--json")
     shown = json.loads(out)
-    assert code == 0 and shown["vision"] == [
+    assert code == 0 and shown["y"] == [
         "demo/efficientnet-lite0", "demo/efficientnet-lite2", "baseline/random-init-efficientnet-lite0",
         "baseline/colour-histogram"]
-    assert shown["entries"]["language"]["baselines-text"] == [
+    assert shown["entries"]["x"]["baselines-text"] == [
         "baseline/random-init-minilm-l6", "baseline/bag-of-words", "baseline/caption-length"]
     assert shown["pairs"] == 20 and "different list" in shown["zoo_set"]  # zoo set `demo` is not this pair set
     code, out, _ = run(capsys, "pairs", "show", "demo")
-    assert code == 0 and out.startswith("pair set demo: 5 language x 4 vision = 20 pairs")
+    assert code == 0 and out.startswith("pair set demo: 5 text (x) x 4 vision (y) = 20 pairs")
     assert "baseline/bag-of-words" in out and "note: zoo set 'demo' is a different list" in out
 
 
@@ -140,7 +141,7 @@ def test_pairs_show_marks_an_empty_optional_slot(capsys):
     code, out, _ = run(capsys, "pairs", "show", "default21")
     assert code == 0 and "(?text-jepa: optional, names no model in this zoo)" in out
     head, description = out.splitlines()[:2]
-    assert head == "pair set default21: 6 language x 3 vision = 18 pairs (empty optional slot: ?text-jepa)"
+    assert head == "pair set default21: 6 text (x) x 3 vision (y) = 18 pairs (empty optional slot: ?text-jepa)"
     assert "comparison: 6 language models plus an optional slot for the zoo set `text-jepa`" in description
     assert "note:" not in out  # no zoo set is called default21 any more
 
@@ -157,7 +158,7 @@ def test_pairs_list_shows_an_unresolvable_user_pair_set_without_failing(capsys, 
     extra.write_text("pair_sets:\n  mine:\n    language: [nope/missing]\n    vision: [demo-vision]\n")
     code, out, _ = run(capsys, "pairs", "list", "--settings-file", str(extra))
     mine = next(line for line in out.splitlines() if line.startswith("mine "))
-    assert code == 0 and mine.split()[1:4] == ["?", "?", "?"] and "unresolved" in mine
+    assert code == 0 and mine.split()[1:7] == ["text", "x", "vision", "?", "?", "?"] and "unresolved" in mine
     code, _, err = run(capsys, "pairs", "show", "mine", "--settings-file", str(extra))
     assert code == 2 and "nope/missing" in err
 
@@ -250,15 +251,16 @@ def test_jepa_takes_dataset_with_data_as_hidden_alias(capsys, command):
 def test_dry_run_prints_an_aligned_table(capsys, monkeypatch, tmp_path):
     import platobench.bench.dry_run as dry_run
 
-    rows = [{"model": "demo/minilm-l6", "dataset": "tuxpaint", "params_m": 22.7, "est_gpu_gib": 0.1, "cached": True},
-            {"model": "baseline/random-init-efficientnet-lite0", "dataset": "tuxpaint-categories",
+    rows = [{"model": "demo/minilm-l6", "dataset": "tuxpaint", "input": "caption:0", "params_m": 22.7,
+             "est_gpu_gib": 0.1, "cached": True},
+            {"model": "baseline/random-init-efficientnet-lite0", "dataset": "tuxpaint-categories", "input": "image",
              "params_m": None, "est_gpu_gib": None, "cached": "unavailable: no data"}]
     monkeypatch.setattr(dry_run, "plan_rows", lambda jobs, opts, store: rows)
     monkeypatch.setenv("PLATOBENCH_HOME", str(tmp_path))
     code, out, _ = run(capsys, "run", "--pairs", "demo", "--settings", "demo-mknn", "--dry-run")
     lines = out.splitlines()[1:-1]
     assert out.splitlines()[-1].startswith("statistics (nulls, intervals, restarts) of the records to compute: ~")
-    assert code == 0 and lines[0].split()[:2] == ["model", "dataset"]
+    assert code == 0 and lines[0].split()[:3] == ["model", "dataset", "input"]
     cached_col = lines[0].index("cached")
     assert [line[cached_col:].split("  ")[0] for line in lines] == ["cached", "yes", "unavailable: no data"]
     params_end = lines[0].index("params (M)") + len("params (M)")

@@ -57,15 +57,15 @@ def test_committed_offline_board_is_complete_and_real():
     assert {r.setting for r in records} == set(offline)
     for r in records:
         assert r.null is not None and r.ci is not None
-        assert r.language.name.startswith(("demo/", "baseline/")) and r.vision.name.startswith(("demo/", "baseline/"))
+        assert r.x.name.startswith(("demo/", "baseline/")) and r.y.name.startswith(("demo/", "baseline/"))
         assert r.dataset.name in {"tuxpaint", "tuxpaint-categories", "fashion-mnist", "openclipart-1024"}
     # every board carries baselines on both sides, and at least 4 real models on each side
     for setting in offline:
         rs = [r for r in records if r.setting == setting]
-        assert any(r.language.name.startswith("baseline/") for r in rs), setting
-        assert any(r.vision.name.startswith("baseline/") for r in rs), setting
-        assert len({r.language.name for r in rs if r.language.name.startswith("demo/")}) >= 4, setting
-        assert len({r.vision.name for r in rs if r.vision.name.startswith("demo/")}) >= 4, setting
+        assert any(r.x.name.startswith("baseline/") for r in rs), setting
+        assert any(r.y.name.startswith("baseline/") for r in rs), setting
+        assert len({r.x.name for r in rs if r.x.name.startswith("demo/")}) >= 4, setting
+        assert len({r.y.name for r in rs if r.y.name.startswith("demo/")}) >= 4, setting
     for setting, language, vision in SUBSET:
         assert record_path(RESULTS, setting, language, vision).is_file(), (setting, language, vision)
 

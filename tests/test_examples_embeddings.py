@@ -33,8 +33,8 @@ def test_written_features_score_as_the_encoder_does(tmp_path: Path, monkeypatch:
     assert main(["run", "--pairs", pairs, "--settings", "tiny", "--settings-file", str(settings), "--zoo",
                  str(tmp_path / "zoo.yaml"), "--zoo", str(EXAMPLES / "text_encoder.yaml"), "--trust-code",
                  "example/char-ngrams", "--limit", str(N), "--out", str(tmp_path / "r"), "--json"]) == 0
-    by = {(r.setting, r.language.name): r for r in load_records(tmp_path / "r")}
+    by = {(r.setting, r.x.name): r for r in load_records(tmp_path / "r")}
     for setting in ("tiny-mknn", "tiny-cka"):
         from_file, from_code = by[(setting, "example/char-ngrams-file")], by[(setting, "example/char-ngrams")]
         assert from_file.score == from_code.score and from_file.grid == from_code.grid
-        assert from_file.language.revision.startswith("features:sha256:")
+        assert from_file.x.revision.startswith("features:sha256:")

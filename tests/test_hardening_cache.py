@@ -350,7 +350,7 @@ def test_run_and_submit_note_a_limit_past_the_dataset(home, tmp_path, capsys):
     settings = Catalog([tmp_path / "tiny.yaml"]).resolve_settings("tiny")
     cache: dict = {}
     for setting in settings:  # both settings share one dataset: one note
-        assert len(job_inputs(setting, 3000, cache).image_data) == 1024
+        assert len(job_inputs(setting, 3000, cache).dataset) == 1024
     assert capsys.readouterr().err.count("--limit 3000 is more than the 1024 samples of openclipart-1024") == 1
 
 

@@ -87,9 +87,10 @@ def test_a_changed_recomputed_statistic_fails(env, capsys, setting, path, value)
     ("tiny-mknn", "metric.preprocess", "l2"),
     ("tiny-mknn", "metric.selection", "last"),
     ("tiny-mknn", "metric.higher_is_better", False),
-    ("tiny-mknn", "language.revision", "sha256:" + "0" * 64),
-    ("tiny-mknn", "vision.params_m", 99.0),
-    ("tiny-cka", "vision.kind", "causal_lm"),
+    ("tiny-mknn", "x.revision", "sha256:" + "0" * 64),
+    ("tiny-mknn", "y.params_m", 99.0),
+    ("tiny-cka", "y.kind", "causal_lm"),
+    ("tiny-cka", "x.input", "caption:1"),
     ("tiny-cka", "dataset.name", "tuxpaint"),
     ("tiny-cka", "dataset.revision", "other"),
     ("tiny-mknn", "null.n_perm", 100),
@@ -210,9 +211,9 @@ def test_scores_only_skips_null_and_interval_fields_but_not_metadata(env, capsys
     results, _, files = env
     edit(files["tiny-mknn"], lambda d: d["null"].update(p_value=0.5, n_perm=7))
     assert report(capsys, results, "--scores-only")[0] == 0
-    edit(files["tiny-cka"], lambda d: d["language"].update(revision="other"))
+    edit(files["tiny-cka"], lambda d: d["x"].update(revision="other"))
     code, _, by = report(capsys, results, "--scores-only")
-    assert code == 1 and [m["field"] for m in by["tiny-cka"]["mismatches"]] == ["language.revision"]
+    assert code == 1 and [m["field"] for m in by["tiny-cka"]["mismatches"]] == ["x.revision"]
 
 
 def test_perturbed_recomputation_still_passes_unchanged_records(env, capsys):

@@ -29,7 +29,7 @@ from platobench.cli import main
 from platobench.encoders import guard
 from platobench.errors import UserError
 from platobench.leaderboard import plots
-from platobench.results import ModelRef, load_record, write_record
+from platobench.results import SideRef, load_record, write_record
 from platobench.zoo import read_zoo_file
 
 VISION = "baseline/colour-histogram"
@@ -419,9 +419,9 @@ def test_a_zoo_entry_refuses_a_parameter_count_off_the_log_axis(tmp_path, value,
 def test_a_record_refuses_a_parameter_count_off_the_log_axis(tmp_path, value):
     path = write_record(tmp_path, make_record("s-mknn", "a/one", "v/x", 0.4))
     data = json.loads(path.read_text())
-    data["language"]["params_m"] = value
+    data["x"]["params_m"] = value
     path.write_text(json.dumps(data))  # json writes Infinity and NaN, and reads them back
-    with pytest.raises(UserError, match="language.params_m"):
+    with pytest.raises(UserError, match="x.params_m"):
         load_record(path)
 
 
@@ -429,6 +429,6 @@ def test_a_record_refuses_a_parameter_count_off_the_log_axis(tmp_path, value):
 def test_the_size_plot_leaves_out_a_parameter_count_it_cannot_place(value):
     good = [make_record("s-mknn", f"a/l{i}", "v/x", 0.3 + 0.05 * i, params_l=100.0 * (i + 1)) for i in range(2)]
     bad = make_record("s-mknn", "a/bad", "v/x", 0.5).model_copy(update={
-        "language": ModelRef.model_construct(name="a/bad", params_m=value, kind="causal_lm")})
+        "x": SideRef.model_construct(name="a/bad", params_m=value, kind="causal_lm", modality="text", input="caption:0")})
     fig, left_out = plots.size_figure([*good, bad])
     assert fig is not None and left_out == ["a/bad"]

@@ -23,7 +23,7 @@ from platobench.errors import UserError
 from platobench.files.atomic import WriteError
 from platobench.leaderboard import html_page as leaderboard_html
 from platobench.leaderboard import plots
-from platobench.results import DatasetRef, MetricRef, ModelRef, ResultRecord, write_record
+from platobench.results import DatasetRef, MetricRef, ResultRecord, SideRef, write_record
 
 HOSTILE = ("<script>alert(1)</script>|[x](https://evil.example)[y](javascript:alert(1))\n# `code` "
            "&lt;b&gt; a\\|b <iframe src=x>\r\x1b[31m")
@@ -32,12 +32,13 @@ V = "demo/dinov2-s-imgfocus"
 
 def hostile(record: ResultRecord, text: str, *, setting: str | None = None) -> ResultRecord:
     """`record` with `text` in every free-text field (built around validation, as a forged file could be)."""
-    def model(ref: ModelRef, name: str) -> ModelRef:
-        return ModelRef.model_construct(name=name, revision=text, params_m=ref.params_m, kind=text)
+    def model(ref: SideRef, name: str) -> SideRef:
+        return SideRef.model_construct(name=name, revision=text, params_m=ref.params_m, kind=text,
+                                       modality=ref.modality, input=ref.input)
 
     return record.model_copy(update={
         "setting": setting if setting is not None else f"s{text}",
-        "language": model(record.language, f"{text}/lang"), "vision": model(record.vision, f"vis/{text}"),
+        "x": model(record.x, f"{text}/lang"), "y": model(record.y, f"vis/{text}"),
         "dataset": DatasetRef.model_construct(name=text, revision=text, n=record.dataset.n,
                                               fingerprint=record.dataset.fingerprint),
         "metric": MetricRef.model_construct(id=text, params={text: text}, preprocess=text, selection=text,
@@ -51,7 +52,7 @@ def hostile_board(text: str = HOSTILE) -> list[ResultRecord]:
     return [
         hostile(make_record("s", "a/l0", V, 0.4), text),
         hostile(make_record("s", "a/l1", V, 0.3), text).model_copy(update={
-            "vision": ModelRef.model_construct(name=f"v2/{text}", kind=text, params_m=1.0)}),
+            "y": SideRef.model_construct(name=f"v2/{text}", kind=text, params_m=1.0, modality="vision", input="image")}),
         make_record("s", "baseline/bag-of-words", V, 0.2).model_copy(update={"setting": f"s{text}"}),
         hostile(make_record("t", "a/l0", V, -0.5), text, setting="t"),
     ]
@@ -136,8 +137,8 @@ def test_malformed_paper_values_are_a_user_error(tmp_path, paper, needle):
 def test_csv_neutralises_formulas_and_keeps_numbers(tmp_path):
     formula = '=HYPERLINK("evil.example","x")'
     rec = make_record("s", "a/l0", V, -0.5).model_copy(update={
-        "language": ModelRef.model_construct(name=f"{formula}/x", revision=formula, kind="+cmd", params_m=None),
-        "vision": ModelRef.model_construct(name="@v/x", kind="-k", params_m=-1.0),
+        "x": SideRef.model_construct(name=f"{formula}/x", revision=formula, kind="+cmd", params_m=None, modality="text", input="caption:0"),
+        "y": SideRef.model_construct(name="@v/x", kind="-k", params_m=-1.0, modality="vision", input="image"),
         "dataset": DatasetRef.model_construct(name="\tds", revision="r", n=3, fingerprint="\rfp"),
         "git_sha": "=1+1", "created": "-2", "platobench_version": "@v",
     })
@@ -145,12 +146,12 @@ def test_csv_neutralises_formulas_and_keeps_numbers(tmp_path):
     lb.write_csv(lb.build_boards([rec]), path)
     with open(path, newline="", encoding="utf-8") as f:
         (row,) = list(csv.DictReader(f))
-    assert row["language"] == f"'{formula}/x" and row["language_family"] == f"'{formula}"
-    assert row["language_kind"] == "'+cmd" and row["vision"] == "'@v/x" and row["vision_kind"] == "'-k"
+    assert row["x"] == f"'{formula}/x" and row["x_family"] == f"'{formula}"
+    assert row["x_kind"] == "'+cmd" and row["y"] == "'@v/x" and row["y_kind"] == "'-k"
     assert row["dataset"] == "'\tds" and row["git_sha"] == "'=1+1" and row["created"] == "'-2"
     assert row["platobench_version"] == "'@v"
     assert float(row["score"]) == -0.5 and float(row["ci_lo"]) == pytest.approx(-0.52)
-    assert float(row["params_vision_m"]) == -1.0 and row["rank"] == "1"
+    assert float(row["params_y_m"]) == -1.0 and row["rank"] == "1"
     for key, value in row.items():
         assert not (value[:1] in {"=", "+", "@", "\t", "\r"} or (value.startswith("-") and not _number(value))), key
 
@@ -178,7 +179,7 @@ def test_html_never_shows_a_record_script_unescaped():
 
 def test_html_payload_is_strict_json_with_non_finite_parameter_counts():
     rec = make_record("s", "a/l0", V, 0.4).model_copy(update={
-        "language": ModelRef.model_construct(name="a/l0", params_m=math.nan, kind="causal_lm")})
+        "x": SideRef.model_construct(name="a/l0", params_m=math.nan, kind="causal_lm", modality="text", input="caption:0")})
     page = leaderboard_html.render(lb.build_boards([rec]), [rec], [], {})
     payload = re.search(r'id="pb-data">(.*?)</script>', page, re.DOTALL).group(1)
 

@@ -174,22 +174,22 @@ def test_compare_writes_one_finite_record_per_model_and_setting(compared):
     names = [f"text-jepa/micro-{v}.synthetic-scenes-s{s}-n192" for s in (0, 1) for v in ("good", "bad")] + [LLM]
     assert len(result.paths) == len(names) * 2 and all(Path(p).is_file() for p in result.paths)
     records = load_records(root / "results")
-    assert {(r.setting, r.language.name) for r in records} == {
+    assert {(r.setting, r.x.name) for r in records} == {
         (s, n) for s in ("jepa-compare-mknn", "jepa-compare-rotation") for n in names
     }
     heldout = result.heldout
     for r in records:
-        assert r.vision.name == VISION and math.isfinite(r.score)
+        assert r.y.name == VISION and math.isfinite(r.score)
         assert (r.dataset.name, r.dataset.n, r.dataset.fingerprint) == (
             heldout.name,
             len(heldout),
             heldout.fingerprint,
         )
         # grid: [embeddings + blocks of the text model] x [embeddings + 12 blocks of the ViT]
-        lang_layers = 2 if r.language.kind == "text_jepa" else 7
+        lang_layers = 2 if r.x.kind == "text_jepa" else 7
         assert len(r.grid) == lang_layers and all(len(row) == 13 for row in r.grid)
         assert r.extra["setting_config"]["id"] == r.setting
-    jepa = [r for r in records if r.language.kind == "text_jepa"]
+    jepa = [r for r in records if r.x.kind == "text_jepa"]
     assert {(r.extra["jepa_compare"]["views"], r.extra["jepa_compare"]["seed"]) for r in jepa} == {
         (v, s) for v in ("good", "bad") for s in (0, 1)
     }
@@ -221,7 +221,7 @@ def test_summary_is_good_minus_bad_over_seeds_next_to_the_llm(compared):
         score = {
             (r.extra["jepa_compare"]["views"], r.extra["jepa_compare"]["seed"]): r.score
             for r in rs
-            if r.language.kind == "text_jepa"
+            if r.x.kind == "text_jepa"
         }
         diffs = [score[("good", k)] - score[("bad", k)] for k in (0, 1)]
         assert s["seeds"] == [0, 1]
@@ -229,7 +229,7 @@ def test_summary_is_good_minus_bad_over_seeds_next_to_the_llm(compared):
         assert s["good_minus_bad"]["mean"] == pytest.approx(statistics.fmean(diffs))
         assert s["good_minus_bad"]["std"] == pytest.approx(statistics.stdev(diffs))
         assert s["good"]["mean"] == pytest.approx((score[("good", 0)] + score[("good", 1)]) / 2)
-        assert s["others"] == {LLM: next(r.score for r in rs if r.language.name == LLM)}
+        assert s["others"] == {LLM: next(r.score for r in rs if r.x.name == LLM)}
     table = format_summary(result.summary)
     assert table.splitlines()[0].startswith("| setting | metric | good | bad | good - bad")
     assert (
@@ -246,8 +246,8 @@ def test_llm_and_vision_features_come_from_the_cache(compared):
     vision = store.get(
         feature_key(zoo.get(VISION), result.heldout, prompt="image", device=torch.device("cpu"))
     )
-    record = next(r for r in result.records if r.language.name == LLM)
-    assert record.extra["inputs"] == {"language": llm.digest, "vision": vision.digest}
+    record = next(r for r in result.records if r.x.name == LLM)
+    assert record.extra["inputs"] == {"x": llm.digest, "y": vision.digest}
 
 
 def test_one_seed_has_no_spread(compared, tmp_path):

@@ -96,7 +96,7 @@ def test_curve_quick_writes_records_plots_and_the_ratio_table(tmp_path: Path, ca
     seen = {(r.extra["jepa_curve"]["recipe"], r.extra["jepa_curve"]["seed"], r.extra["jepa_curve"]["examples_seen"])
             for r in curves}
     assert seen == {(rec, s, n) for rec in ("jepa-good", "jepa-bad", "ntp") for s in (0, 1) for n in (0, 64, 128, 256)}
-    assert {r.language.kind for r in curves} == {"text_jepa", "causal_lm"}
+    assert {r.x.kind for r in curves} == {"text_jepa", "causal_lm"}
     assert all(r.extra["limit"] == 128 for r in records)
     assert len(summary["tables"]) == 3 and len(summary["plots"]) == 3
     for table in summary["tables"]:
@@ -107,7 +107,7 @@ def test_curve_quick_writes_records_plots_and_the_ratio_table(tmp_path: Path, ca
         assert Path(plot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "| setting |" in (report / "jepa-curve.md").read_text()
     # intermediate snapshots are deleted after scoring, the last one of each run is kept
-    folders = {paths.home() / "jepa" / "curve" / r.language.name.split("/", 1)[1] for r in curves}
+    folders = {paths.home() / "jepa" / "curve" / r.x.name.split("/", 1)[1] for r in curves}
     assert {f.name for f in folders if f.exists()} == {f.name for f in folders if f.name.endswith("-n256")}
 
 

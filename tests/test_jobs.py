@@ -12,7 +12,7 @@ import torch
 from bench_fixtures import make_record
 
 from platobench.bench import jobs
-from platobench.bench.jobs import JobInputs, score_job, scorer_for
+from platobench.bench.jobs import JobInputs, SideInputs, score_job, scorer_for
 from platobench.bench.scoring import score_paired
 from platobench.bench.settings import Setting
 from platobench.bench.zeroshot_scoring import score_zeroshot
@@ -61,7 +61,8 @@ def entries(n: int = 12, seed: int = 0) -> tuple[Entry, Entry]:
 
 def paired_inputs(data: Data | None = None, **kwargs: Any) -> JobInputs:
     data = data or Data()
-    return JobInputs(data, "caption:0", None, data, True, kwargs)
+    return JobInputs(SideInputs(data, "caption:0", None, "caption:0"), SideInputs(data, "image", None, "image"),
+                     data, True, kwargs)
 
 
 def test_registry_names_the_two_scorers_and_refuses_an_unknown_kind():
@@ -88,9 +89,9 @@ def test_score_job_passes_layers_dataset_digests_revisions_and_kwargs():
     record = score_job(SETTING, LANG, VIS, (a, b), paired_inputs(labels=[1]), scorer=fake, extra={"limit": 7})
     (setting, lang, vis, xs, ys, dataset, inputs, revisions, kw), = calls
     assert (setting, lang, vis) == (SETTING, LANG, VIS)
-    assert list(xs) == a.layers and list(ys) == b.layers and kw == {"labels": [1]}
+    assert list(xs) == a.layers and list(ys) == b.layers and kw == {"labels": [1], "reads": ("caption:0", "image")}
     assert dataset == DatasetRef(name="ds", revision="r1", n=12, fingerprint="f" * 64)
-    assert inputs == {"language": "da", "vision": "db"} and revisions == ("ra", "rb")
+    assert inputs == {"x": "da", "y": "db"} and revisions == ("ra", "rb")
     assert list(record.extra) == ["inputs", "setting_config", "limit"]
     assert record.extra["setting_config"] == SETTING.model_dump(mode="json") and record.extra["limit"] == 7
 
@@ -117,7 +118,8 @@ def test_paired_entries_of_other_samples_are_refused_before_scoring():
 
     with pytest.raises(SampleMismatchError, match="not paired row by row"):
         score_job(SETTING, LANG, VIS, (a, b), paired_inputs(), scorer=never)
-    unpaired = JobInputs(Data(), "p", ["t"], Data(), False, {})
+    unpaired = JobInputs(SideInputs(Data(), "p", ["t"], "prompts"), SideInputs(Data(), "image", None, "image"),
+                         Data(), False, {})
     calls = []
     score_job(SETTING, LANG, VIS, (a, b), unpaired,
               scorer=lambda s, lang, vis, *r, **k: calls.append(1) or make_record(s.id, lang.name, vis.name, 0.1))
@@ -129,6 +131,6 @@ def test_score_job_with_the_registered_scorer_equals_the_scorer_bit_for_bit():
     record = score_job(SETTING, LANG, VIS, (a, b), paired_inputs())
     direct = score_paired(SETTING, LANG, VIS, a.layers, b.layers,
                           DatasetRef(name="ds", revision="r1", n=12, fingerprint="f" * 64),
-                          inputs={"language": "da", "vision": "db"}, revisions=("ra", "rb"))
+                          inputs={"x": "da", "y": "db"}, revisions=("ra", "rb"))
     assert record.grid == direct.grid and record.score == direct.score and record.null == direct.null
-    assert record.language.revision == "ra" and record.extra["inputs"] == {"language": "da", "vision": "db"}
+    assert record.x.revision == "ra" and record.extra["inputs"] == {"x": "da", "y": "db"}

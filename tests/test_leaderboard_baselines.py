@@ -46,7 +46,7 @@ def test_is_baseline_by_family():
 def test_verdicts_follow_the_metric_direction(higher):
     records = board(higher)
     strongest = bl.strongest_baseline(records)
-    assert strongest is not None and strongest.language.name == "baseline/caption-length"
+    assert strongest is not None and strongest.x.name == "baseline/caption-length"
     got = bl.verdicts(records)
     assert got == {
         "baseline/caption-length__" + V: bl.STRONGEST,
@@ -81,7 +81,7 @@ def test_missing_cis_compare_scores_and_say_so():
 
 
 def test_no_real_model_beats_and_no_baseline_boards():
-    records = [r for r in board() if r.language.name != "qwen2.5/qwen2.5-7b"]
+    records = [r for r in board() if r.x.name != "qwen2.5/qwen2.5-7b"]
     assert bl.board_sentence(records).startswith("No real model beats the baselines on this board")
     real = [r for r in board() if not bl.is_baseline_record(r)]
     assert bl.verdicts(real) == {} and bl.board_sentence(real).startswith("No baseline on this board")
@@ -120,7 +120,7 @@ def test_csv_has_baseline_and_verdict_columns(built):
     records, out = built
     rows = list(csv.DictReader((out / "leaderboard.csv").read_text().splitlines()))
     assert len(rows) == len(records)
-    by = {(r["setting"], r["language"], r["vision"]): r for r in rows}
+    by = {(r["setting"], r["x"], r["y"]): r for r in rows}
     cap = by[("demo-mknn", "baseline/caption-length", V)]
     assert (cap["is_baseline"], cap["verdict"]) == ("True", "strongest baseline")
     assert by[("demo-mknn", "demo/smollm2-135m", "baseline/colour-histogram")]["is_baseline"] == "True"
@@ -134,8 +134,8 @@ def test_html_marks_baseline_rows_and_has_a_verdict_column(built):
     data = json.loads(re.search(r'id="pb-data">(.*?)</script>', page, re.DOTALL).group(1))
     assert ["verdict", "verdict vs baselines", "text"] in data["columns"]
     rows = [row for b in data["boards"] for row in b["rows"]]
-    cap = next(r for r in rows if r["language"] == "baseline/caption-length")
-    assert cap["baseline"] and '<span class="tag">baseline</span>' in cap["cells"]["language"]
+    cap = next(r for r in rows if r["x"] == "baseline/caption-length")
+    assert cap["baseline"] and '<span class="tag">baseline</span>' in cap["cells"]["x"]
     assert cap["cells"]["verdict"] == "strongest baseline"
     assert sum(r["baseline"] for r in rows) == 6
     assert '<p class="verdict">1 of 3 real pairs beat the strongest baseline' in page
@@ -170,7 +170,7 @@ def test_a_degenerate_row_at_its_null_never_sets_the_bar():
     after = bl.verdicts([*records, degenerate])
     assert after[degenerate.pair_id] == "baseline (at null)"
     assert {k: v for k, v in after.items() if k != degenerate.pair_id} == before
-    assert bl.strongest_baseline([*records, degenerate]).language.name == "baseline/caption-length"
+    assert bl.strongest_baseline([*records, degenerate]).x.name == "baseline/caption-length"
 
 
 def test_raw_scores_never_judge_when_nulls_are_known():

@@ -60,7 +60,7 @@ def test_parameter_count_not_applicable_for_a_baseline_unknown_for_a_real_model(
     assert "| missing / 22.1M |" not in text
     page = html_page.render(lb.build_boards(recs), recs, [], {})
     payload = json.loads(re.search(r'id="pb-data">(.*?)</script>', page, re.DOTALL).group(1))
-    cells = {r["language"]: r["cells"]["params_language"] for r in payload["boards"][0]["rows"]}
+    cells = {r["x"]: r["cells"]["params_x"] for r in payload["boards"][0]["rows"]}
     assert cells == {"text-jepa/base": UNKNOWN, "baseline/caption-length": NOT_APPLICABLE}
 
 
@@ -78,7 +78,7 @@ def test_p_at_its_permutation_floor_is_shown_as_a_bound():
 def test_zero_shot_zeros_are_explained_as_measured_not_missing():
     zero = _kind("zs", "zeroshot", "zeroshot_matching", 0.0).model_copy(update={
         "ci": IntervalRef(lo=0.0, hi=0.0, level=2 / 3, method="range over 5 seeds")})
-    other = _kind("zs", "zeroshot", "zeroshot_matching", 0.2).model_copy(update={"language": zero.vision})
+    other = _kind("zs", "zeroshot", "zeroshot_matching", 0.2).model_copy(update={"x": zero.y.model_copy(update={"modality": "text", "input": "prompts"})})
     sentence = zeroshot_sentence([zero, other])
     assert "1 row(s) read 0.000 [0.000, 0.000]: a measured zero" in sentence and "0.667" in sentence
     assert zeroshot_sentence([make_record("s", "a/l", V, 0.3)]) is None

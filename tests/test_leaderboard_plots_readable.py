@@ -48,7 +48,7 @@ def test_size_plot_ticks_name_each_language_model_without_log_tick_labels():
 
 
 def test_llm_vs_jepa_bars_carry_their_ci(tmp_path):
-    recs = [r for r in board_records() if r.language.kind in ("causal_lm", "text_jepa")]
+    recs = [r for r in board_records() if r.x.kind in ("causal_lm", "text_jepa")]
     assert plots.llm_vs_jepa(recs, tmp_path / "jepa.png")
     fig = plots.llm_vs_jepa_figure(recs)
     bars = [c for ax in fig.axes for c in ax.containers if type(c).__name__ == "BarContainer"]

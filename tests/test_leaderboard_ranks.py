@@ -97,7 +97,7 @@ def test_first_click_sorts_best_first():
     higher, lower = leaderboard_html.first_directions(True), leaderboard_html.first_directions(False)
     assert higher["score"] == higher["calibrated"] == higher["ci"] == "desc"
     assert lower["score"] == lower["calibrated"] == lower["ci"] == "asc"
-    assert higher["rank"] == higher["p"] == higher["language"] == "asc"
+    assert higher["rank"] == higher["p"] == higher["x"] == "asc"
     assert set(higher) == {c[0] for c in leaderboard_html.COLUMNS}
     recs = [make_record("s", "a/l0", V, 0.4), make_record("t", "a/l0", V, 1.2, higher=False)]
     boards = payload(leaderboard_html.render(lb.build_boards(recs), recs, [], {}))["boards"]

@@ -28,7 +28,7 @@ def test_ranks_follow_metric_direction_and_share_ties():
 def test_non_finite_score_is_unranked_and_last():
     recs = [make_record("s", "a/l0", "v/x", math.nan), make_record("s", "a/l1", "v/x", 0.3)]
     ranked = lb.rank_records(recs)
-    assert [(r.rank, r.record.language.name) for r in ranked] == [(1, "a/l1"), (None, "a/l0")]
+    assert [(r.rank, r.record.x.name) for r in ranked] == [(1, "a/l1"), (None, "a/l0")]
 
 
 def test_mixed_directions_refuse_to_rank():
@@ -48,10 +48,10 @@ def test_language_mean_is_missing_when_a_vision_model_is_missing():
     recs = [make_record("s", "a/full", "v/x", 0.2), make_record("s", "a/full", "v/y", 0.4),
             make_record("s", "a/half", "v/x", 0.9)]  # a/half lacks v/y: its high score must not rank it first
     (board,) = lb.build_boards(recs)
-    rows = lb.language_summary(board)
-    assert rows[0]["language"] == "a/full" and rows[0]["rank"] == 1
+    rows = lb.x_summary(board)
+    assert rows[0]["x"] == "a/full" and rows[0]["rank"] == 1
     assert rows[0]["mean"] == pytest.approx(0.3)
-    assert rows[1] == {"language": "a/half", "scores": {"v/x": 0.9, "v/y": None}, "mean": None,
+    assert rows[1] == {"x": "a/half", "scores": {"v/x": 0.9, "v/y": None}, "mean": None,
                        "present": 1, "expected": 2, "rank": None}
 
 
@@ -60,7 +60,7 @@ def test_overview_shows_a_pair_missing_a_setting_as_missing():
             make_record("s1", "a/l1", "v/x", 0.3)]
     settings, rows = lb.overview(recs)
     assert settings == ["s1", "s2"]
-    assert rows[1] == {"language": "a/l1", "vision": "v/x", "scores": {"s1": 0.3, "s2": None}}
+    assert rows[1] == {"x": "a/l1", "y": "v/x", "modalities": ("text", "vision"), "scores": {"s1": 0.3, "s2": None}}
     text = lb.readme(lb.build_boards(recs), recs, lb.load_paper_values(), {})
     assert "| a/l1 | v/x | 0.300 | missing |" in text
 
@@ -95,9 +95,9 @@ def test_csv_holds_every_measured_record_and_no_paper_value(built):
     rows = list(csv.DictReader((out / "leaderboard.csv").read_text().splitlines()))
     assert len(rows) == len(recs)
     mknn = [r for r in rows if r["setting"] == "demo-mknn"]
-    assert [(r["rank"], r["language"]) for r in mknn] == [
+    assert [(r["rank"], r["x"]) for r in mknn] == [
         ("1", "text-jepa/base"), ("2", "qwen2.5/qwen2.5-7b"), ("3", "demo/smollm2-135m")]
-    assert mknn[0]["params_language_m"] == ""  # absent, not zero
+    assert mknn[0]["params_x_m"] == ""  # absent, not zero
     assert not any(r["score"] in {"0.184", "0.154", "0.124"} for r in rows)
 
 

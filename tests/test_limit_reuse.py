@@ -271,7 +271,7 @@ def test_every_settings_inputs_are_built_before_any_model_runs(tmp_path, monkeyp
     summary = execute([Job(good, LANG, VIS), Job(bad, LANG, VIS)],
                       RunOptions(out=tmp_path / "r", limit=12, progress=False), FeatureStore(tmp_path / "f"), SCORERS)
     assert events[0] == "inputs failed" and "extract" in events
-    assert "setting bad: inputs cannot be built" in capsys.readouterr().err
+    assert "setting bad (text x vision pairs): inputs cannot be built" in capsys.readouterr().err
     assert set(summary.failed) == {f"good: {LANG.name} x {VIS.name}", f"bad: {LANG.name} x {VIS.name}"}
     assert "no-such-templates" in summary.failed[f"bad: {LANG.name} x {VIS.name}"]
 

@@ -89,4 +89,4 @@ def test_a_fixed_selection_names_the_models_layers_when_constant_layers_are_left
     record = score_paired(setting, zoo.get("demo/minilm-l6"), zoo.get("demo/dinov2-s-imgfocus"), text, vision,
                           DatasetRef(name="d", revision="r", n=60, fingerprint="f" * 64), inputs={})
     assert record.layers == (1, 2) and record.score == pytest.approx(record.grid[1][2], abs=1e-8)
-    assert record.grid[1][0] is None and record.extra["excluded_layers"]["vision"] == [0]
+    assert record.grid[1][0] is None and record.extra["excluded_layers"]["y"] == [0]

@@ -77,6 +77,12 @@ PARSE_ONLY = {
     "--settings own-mknn,own-parquet-mknn --settings-file examples/own_data/settings.yaml --datasets-file "
     "examples/own_data/datasets.yaml --out results/own": "needs make_folder.py first (about a minute); "
         "tests/test_datasets_file.py runs both settings on the baselines",
+    "platobench run --pairs demo-vision-vision,demo-text-text --settings same-modality --out results/offline":
+        "reuses the committed records; tests/test_any_modality.py checks that a dry run reuses every one",
+    "platobench run --pairs demo/efficientnet-lite0:demo/dinov2-s-imgfocus --settings demo-mknn --out "
+    "results/offline": "one of the committed vision x vision records, reused",
+    "platobench run --pairs demo-views --settings views --out results/offline":
+        "reuses the committed records; tests/test_any_modality.py checks that a dry run reuses every one",
     "platobench submit my_encoder.yaml --settings demo --pairs demo --out results/offline":
         "my_encoder.yaml is the reader's file; tests/test_submit_examples.py submits examples/",
 }

@@ -107,7 +107,7 @@ def test_stitch_quick_finds_the_planted_rotation(tmp_path: Path, capsys) -> None
     assert cli.main(["stitch", "--quick", "--out", str(out), "--report", str(report), "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     (record,) = load_records(out)
-    assert record.setting == "stitch-tuxpaint-quick" and record.vision.name == "synthetic/planted-rotation"
+    assert record.setting == "stitch-tuxpaint-quick" and record.y.name == "synthetic/planted-rotation"
     rows = {(r["variant"], r["k"]): r for r in record.extra["stitch"]["rows"]}
     paired = rows[("paired", max(k for v, k in rows if v == "paired"))]
     random, bound = rows[("random", 0)], rows[("text-bound", 0)]

@@ -228,7 +228,7 @@ def test_a_healthy_encoder_has_no_flags(env, capsys):
 def copied(record, language=None, vision=None, **dataset):
     """`record` as measured for another model (same numbers, so still consistent); `dataset`: other samples."""
     models = {side: getattr(record, side).model_copy(update={"name": name})
-              for side, name in (("language", language), ("vision", vision)) if name}
+              for side, name in (("x", language), ("y", vision)) if name}
     return record.model_copy(update={**models, "dataset": record.dataset.model_copy(update=dataset)})
 
 
@@ -274,8 +274,8 @@ def test_rank_counts_the_peers_and_the_board_shows_them(peers, capsys):
     rows = json.loads(capsys.readouterr().out)["ranks"]["toy/hashing"]
     for row in rows:
         assert (row["of"], row["peers"]) == (4, 3) and row["rank"] in (1, 4)  # three equal peers: 1, 1, 1, 4 or all 1
-        assert {b["language"] for b in row["board"]} == BOARD and {b["vision"] for b in row["board"]} == {VISION}
-        (me,) = [b for b in row["board"] if b["language"] == "toy/hashing"]
+        assert {b["x"] for b in row["board"]} == BOARD and {b["y"] for b in row["board"]} == {VISION}
+        (me,) = [b for b in row["board"] if b["x"] == "toy/hashing"]
         assert me["rank"] == row["rank"] and me["verdict"]  # judged against the text baseline of the board
     assert submit(tmp_path, settings, entry()) == 0
     out = capsys.readouterr().out

@@ -25,7 +25,7 @@ from platobench.jepa.compare import heldout_subset, run_compare
 from platobench.jepa.model import SIZES
 from platobench.leaderboard.ranks import tie_ranks
 from platobench.metrics.stats import permutation_null
-from platobench.results import IntervalRef, ModelRef, NullRef, ResultRecord, load_record, load_records
+from platobench.results import IntervalRef, NullRef, ResultRecord, SideRef, load_record, load_records
 
 # --- tie_ranks -------------------------------------------------------------------------------------
 
@@ -83,9 +83,9 @@ def board_records() -> list:
 
 def test_board_rows_carry_ci_aware_ranks():
     rows = terminal_board.board_rows(board_records())
-    assert [(r["language"], r["rank"]) for r in rows["x"]] == [
+    assert [(r["x"], r["rank"]) for r in rows["x"]] == [
         ("demo/l0", 1), ("demo/l1", 1), ("demo/l2", 3), ("baseline/bag-of-words", 4), ("demo/l3", 5)]
-    assert [(r["language"], r["rank"]) for r in rows["lo"]] == [("demo/b", 1), ("demo/a", 2)]
+    assert [(r["x"], r["rank"]) for r in rows["lo"]] == [("demo/b", 1), ("demo/a", 2)]
 
 
 def test_plain_board_has_a_rank_column_and_is_what_a_pipe_gets():
@@ -135,7 +135,7 @@ def test_rich_board_in_120_columns_keeps_pairs_on_one_line():
 
 def test_rich_board_prints_record_text_literally():
     hostile = make_record("x", "demo/l0", V, 0.5).model_copy(update={
-        "language": ModelRef.model_construct(name="[red]evil[/red]\x1b[31m", params_m=1.0, kind="x")})
+        "x": SideRef.model_construct(name="[red]evil[/red]\x1b[31m", params_m=1.0, kind="x", modality="text", input="caption:0")})
     out = io.StringIO()
     terminal_board.print_board([hostile, make_record("x", "demo/l1", V, 0.1)], file=out, tty=True)
     text = out.getvalue()
@@ -171,13 +171,13 @@ def expected_row(r: ResultRecord) -> dict[str, Any]:
 
 def assert_board_matches(board: dict[str, list[dict[str, Any]]], text: str | None, records: list[ResultRecord]) -> None:
     """The --json board and the printed plain tables hold exactly the records' numbers."""
-    by_key = {(r.setting, r.language.name, r.vision.name): r for r in records}
+    by_key = {(r.setting, r.x.name, r.y.name): r for r in records}
     assert sum(len(rows) for rows in board.values()) == len(records) > 0
     for setting, rows in board.items():
         for row in rows:
             got = {k: row[k] for k in ("score", "ci", "chance", "null_mean", "calibrated", "p_value", "layers")}
-            assert got == expected_row(by_key[(setting, row["language"], row["vision"])])
-        higher = by_key[(setting, rows[0]["language"], rows[0]["vision"])].metric.higher_is_better
+            assert got == expected_row(by_key[(setting, row["x"], row["y"])])
+        higher = by_key[(setting, rows[0]["x"], rows[0]["y"])].metric.higher_is_better
         ranks = tie_ranks([row["score"] for row in rows], [tuple(row["ci"]) if row["ci"] else None for row in rows],
                           higher)
         assert [row["rank"] for row in rows] == ranks
@@ -188,10 +188,10 @@ def assert_board_matches(board: dict[str, list[dict[str, Any]]], text: str | Non
     for setting, rows in board.items():
         assert len(tables[setting]) == len(rows)
         for cells, row in zip(tables[setting], rows):
-            r = by_key[(setting, row["language"], row["vision"])]
+            r = by_key[(setting, row["x"], row["y"])]
             num = (lambda v, d=3: "-" if v is None else f"{v:.{d}f}")
             ci = "-" if r.ci is None else f"[{r.ci.lo:.3f}, {r.ci.hi:.3f}]"
-            pair = f"{terminal_board._model(r.language.name)} x {terminal_board._model(r.vision.name)}"
+            pair = f"{terminal_board._model(r.x.name)} x {terminal_board._model(r.y.name)}"
             assert cells["rank"] == str(row["rank"]) and cells["pair"] == pair
             assert [cells["score"], cells["ci"], cells["calib"]] == [num(r.score), ci, num(r.calibrated)]
             p = terminal_board._p_cell(r.null)
@@ -244,7 +244,7 @@ def test_submit_ends_with_the_board_of_its_records(seeded, tmp_path, monkeypatch
     ranks = json.loads(capsys.readouterr().out)["ranks"]["toy/hashing"]
     board = {row["setting"]: row["board"] for row in ranks}
     records = load_records(out)
-    assert {r.language.name for r in records} == {"toy/hashing", PAIR.split(":")[0]}
+    assert {r.x.name for r in records} == {"toy/hashing", PAIR.split(":")[0]}
     assert_board_matches(board, None, records)
     assert main(argv) == 0
     text = capsys.readouterr().out

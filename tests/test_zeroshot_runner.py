@@ -240,8 +240,8 @@ def test_cache_keys_cover_the_prompts_and_reruns_reuse_everything(toy_data, tmp_
     assert again.up_to_date == ["zs-toy: toy/text x toy/vision"] and not again.written
     other = zs_setting(id="zs-toy-2", options={"seeds": [0], "templates": "other"})
     second = only_record(run([Job(other, TEXT, VISION)], tmp_path))
-    assert second.extra["inputs"]["vision"] == first.extra["inputs"]["vision"]  # same images, same entry
-    assert second.extra["inputs"]["language"] != first.extra["inputs"]["language"]  # new prompts, new entry
+    assert second.extra["inputs"]["y"] == first.extra["inputs"]["y"]  # same images, same entry
+    assert second.extra["inputs"]["x"] != first.extra["inputs"]["x"]  # new prompts, new entry
     assert second.extra["prompts"]["n_prompts"] == C * 2
     assert len(list((tmp_path / "features").rglob("manifest.json"))) == 3
 

@@ -77,7 +77,7 @@ class Results:
 
     @property
     def failed(self) -> dict[str, str]:
-        """label ("setting: language x vision") -> why that job failed."""
+        """label ("setting: x x y") -> why that job failed."""
         return dict(self.summary.failed)
 
     def __len__(self) -> int:
@@ -95,14 +95,22 @@ class Results:
                 for b in build_boards(self.records) for r in b.rows]
         return pd.DataFrame(rows, columns=list(CSV_COLUMNS))
 
-    def board(self, setting: str) -> pd.DataFrame:
-        """The rows of `to_pandas` of one setting (every sample set it was run on); UserError naming the
-        settings there are when it has none."""
+    def board(self, setting: str, modalities: str | tuple[str, str] | None = None) -> pd.DataFrame:
+        """The rows of `to_pandas` of one setting (every sample set it was run on), of one modality pair
+        when `modalities` names it ("vision x vision" or ("vision", "vision"); None: every pair); UserError
+        naming what there is when nothing matches."""
         table = self.to_pandas()
         if setting not in set(table["setting"]):
             raise UserError(f"no record of setting {setting!r} in these results; settings: "
                             f"{sorted(set(table['setting']))}")
-        return table[table["setting"] == setting].reset_index(drop=True)
+        table = table[table["setting"] == setting]
+        if modalities is not None:
+            wanted = modalities if isinstance(modalities, str) else " x ".join(modalities)
+            if wanted not in set(table["modalities"]):
+                raise UserError(f"no {wanted} record of setting {setting!r} in these results; modality pairs: "
+                                f"{sorted(set(table['modalities']))}")
+            table = table[table["modalities"] == wanted]
+        return table.reset_index(drop=True)
 
 
 def evaluate(
@@ -127,7 +135,7 @@ def evaluate(
 ) -> Results:
     """Run `pairs` x `settings` as `platobench run` does and return the `Results`.
 
-    `pairs`: pair sets and/or "LANGUAGE:VISION" zoo names (a comma-separated string or a list);
+    `pairs`: pair sets and/or "X:Y" zoo names of any two modalities (a comma-separated string or a list);
     `settings`: setting ids or groups; `zoo`: a `Zoo` or extra zoo file(s); `settings_files`: extra
     settings YAML; `datasets_files`: datasets files of your own (`platobench.data.datasets_file`), which
     the settings may name; `out`: the results folder (records there whose inputs are unchanged are reused; None:

@@ -8,11 +8,12 @@ score of a model's cached features equals the score of that model's record bit f
 null, interval or rounding check is computed: a probe is a training curve's point, not a record. What REPA
 (Yu et al. 2025, "Representation Alignment for Generation") and the JEPA training curves watch.
 
-Sides: a vision reference is the record's vision side (the probe is its language side, or with
-`input="image"` another vision model); a text reference is the language side. The probe reads the input
-that the other side of the setting's pair would (captions `caption_index` for a vision reference, images for
-a text one) unless `input` names another: `"image"` or `"caption:<i>"`, e.g. two captions of one image as
-two good views (Balestriero & LeCun 2026).
+Sides: a vision reference takes the record's y side and a text reference its x side, as in a text x vision
+record; the probed model takes the other side, of either modality. The reference reads what the setting
+gives its side (`Setting.input_for`); the probe reads what the setting gives the other side when it names
+`inputs` (the second of two views), else what the other side of a text x vision pair would (captions
+`caption_index` for a vision reference, images for a text one), unless `input` names another: `"image"` or
+`"caption:<i>"`, e.g. two captions of one image as two good views (Balestriero & LeCun 2026).
 """
 
 from __future__ import annotations
@@ -108,6 +109,7 @@ class AlignmentProbe:
         from platobench.metrics.cached_layers import take_layers
         from platobench.metrics.registry import get_metric
         from platobench.metrics.validation import varying_layers
+        from platobench.results.schema import input_modality
 
         catalog = Catalog(tuple(settings_files))
         if setting not in catalog.settings:
@@ -122,10 +124,15 @@ class AlignmentProbe:
         self.setting = chosen
         self.reference = as_zoo(zoo).get(reference)
         with using(datasets_files):  # the samples are read now: the dataset need not stay defined
-            data = job_inputs(chosen, limit, {}).image_data
-        ref_input = "image" if self.reference.modality == "vision" else f"caption:{chosen.caption_index}"
+            data = job_inputs(chosen, limit, {}).dataset
+        side = 0 if self.reference.modality == "text" else 1  # the reference's side in a text x vision record
+        ref_input = chosen.input_for(side, self.reference.modality)
+        if input_modality(ref_input) != self.reference.modality:
+            raise UserError(f"AlignmentProbe: setting {setting!r} gives its {'xy'[side]} side {ref_input!r}, which "
+                            f"reference {reference} ({self.reference.modality}) cannot read")
         if input is None:
-            input = f"caption:{chosen.caption_index}" if self.reference.modality == "vision" else "image"  # noqa: A001
+            input = (chosen.inputs[1 - side] if chosen.inputs is not None  # noqa: A001
+                     else f"caption:{chosen.caption_index}" if self.reference.modality == "vision" else "image")
         self.input = _check_input(input, data)
         self.dataset = data
         entry, _ = extract(self.reference, data, store=FeatureStore(), prompt=ref_input, device=device,
@@ -136,7 +143,7 @@ class AlignmentProbe:
             raise UserError(f"every layer of reference {reference} is constant across the samples; nothing to score")
         self._metric = get_metric(chosen.metric)
         self._params = self._metric.resolve_params(chosen.params)
-        self._ref_x = self.reference.modality == "text"  # the reference's side in the record: language = x
+        self._ref_x = side == 0
         self._ref_summaries = summarize_side(
             chosen.metric, take_layers(layers, self._ref_rows), side="x" if self._ref_x else "y",
             preprocess=chosen.preprocess, label=f"{reference} layer {{i}}", **self._params)

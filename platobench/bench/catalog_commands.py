@@ -42,13 +42,17 @@ def register(subparsers: Any) -> None:
 
     pairs = subparsers.add_parser(
         "pairs", help="list the pair sets (which models are compared), show one resolved",
-        description="The pair sets `run --pairs` accepts: settings.yaml plus --settings-file; entries name zoo "
-                    "models, zoo sets or globs, resolved with the zoo (--zoo FILE).",
+        description="The pair sets `run --pairs` accepts: settings.yaml plus --settings-file. A pair set is its x "
+                    "models times its y models, of its two modalities (text x vision unless it says "
+                    "`modalities: [vision, vision]` or `[text, text]`), a model paired with itself only under "
+                    "`self_pairs: true`; entries "
+                    "name zoo models, zoo sets or globs, resolved with the zoo (--zoo FILE).",
     )
     sub = pairs.add_subparsers(dest="pairs_command", metavar="ACTION", required=True)
-    ls = sub.add_parser("list", help="every pair set with its size (language x vision) and description",
-                        description="List the pair sets with the number of language and vision models each resolves to.")
-    show = sub.add_parser("show", help="the language and vision models one pair set resolves to",
+    ls = sub.add_parser("list", help="every pair set with its modalities, sizes (x, y, pairs) and description",
+                        description="List the pair sets with their modalities and the number of x and y models "
+                                    "each resolves to.")
+    show = sub.add_parser("show", help="the x and y models one pair set resolves to",
                           description="Print the models of pair set NAME, side by side with the entry naming each.")
     show.add_argument("name", metavar="NAME", help="pair set name (e.g. demo, default21)")
     for p, func in ((ls, _pairs_list), (show, _pairs_show)):
@@ -122,14 +126,19 @@ def _settings_show(args: argparse.Namespace) -> int:
 
 
 def _sides(zoo: Zoo, name: str, ps: PairSet) -> dict[str, dict[str, list[str]]]:
-    """{"language"|"vision": {entry: model names it resolves to}} for pair set `name` (an optional
-    '?entry' naming nothing resolves to [])."""
+    """{"x"|"y": {entry: model names of the side's modality it resolves to}} for pair set `name` (an
+    optional '?entry' naming nothing resolves to [])."""
     from platobench.bench.pairs import _members
 
     return {
         side: {entry: [s.name for s in _members(zoo, [entry], modality, f"pair set {name!r}")] for entry in entries}
-        for side, modality, entries in (("language", "text", ps.language), ("vision", "vision", ps.vision))
+        for side, modality, entries in (("x", ps.modalities[0], ps.x), ("y", ps.modalities[1], ps.y))
     }
+
+
+def _pair_count(xs: list[str], ys: list[str], self_pairs: bool) -> int:
+    """The pairs of `xs` x `ys`, a model paired with itself only under `self_pairs` (as `run` resolves them)."""
+    return len(xs) * len(ys) - (0 if self_pairs else len(set(xs) & set(ys)))
 
 
 def _models(entries: dict[str, list[str]]) -> list[str]:
@@ -149,18 +158,18 @@ def _pairs_list(args: argparse.Namespace) -> int:
         try:
             sides = _sides(zoo, name, ps)
         except UserError as exc:  # a user pair set naming a model this zoo lacks: listed, not fatal
-            out.append({"name": name, "language": None, "vision": None, "pairs": None,
+            out.append({"name": name, "modalities": list(ps.modalities), "x": None, "y": None, "pairs": None,
                         "description": ps.description, "error": str(exc)})
             continue
-        lang, vis = _models(sides["language"]), _models(sides["vision"])
-        out.append({"name": name, "language": len(lang), "vision": len(vis), "pairs": len(lang) * len(vis),
-                    "description": ps.description})
+        xs, ys = _models(sides["x"]), _models(sides["y"])
+        out.append({"name": name, "modalities": list(ps.modalities), "x": len(xs), "y": len(ys),
+                    "pairs": _pair_count(xs, ys, ps.self_pairs), "description": ps.description})
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
         return 0
-    rows = [[r["name"], *("?" if r[k] is None else str(r[k]) for k in ("language", "vision", "pairs")),
+    rows = [[r["name"], " x ".join(r["modalities"]), *("?" if r[k] is None else str(r[k]) for k in ("x", "y", "pairs")),
              _short(f"unresolved: {r['error']}" if "error" in r else r["description"])] for r in out]
-    print("\n".join(format_table(("name", "language", "vision", "pairs", "description"), rows, right={1, 2, 3})))
+    print("\n".join(format_table(("name", "modalities", "x", "y", "pairs", "description"), rows, right={2, 3, 4})))
     return 0
 
 
@@ -184,16 +193,19 @@ def _pairs_show(args: argparse.Namespace) -> int:
         raise UserError(f"NAME: unknown pair set {shown(name)}{_suggest(name, catalog.pair_sets, 'pairs list')}")
     ps = catalog.pair_sets[name]
     sides = _sides(zoo, name, ps)
-    lang, vis = _models(sides["language"]), _models(sides["vision"])
-    note = _zoo_set_note(zoo, name, lang + vis)
+    xs, ys = _models(sides["x"]), _models(sides["y"])
+    note = _zoo_set_note(zoo, name, list(dict.fromkeys(xs + ys)))
     if args.json:
-        print(json.dumps({"name": name, "description": ps.description, "language": lang, "vision": vis,
-                          "pairs": len(lang) * len(vis), "entries": sides, "zoo_set": note},
+        print(json.dumps({"name": name, "description": ps.description, "modalities": list(ps.modalities), "x": xs,
+                          "y": ys, "pairs": _pair_count(xs, ys, ps.self_pairs), "entries": sides, "zoo_set": note},
                          indent=2, ensure_ascii=False))
         return 0
     empty = [entry for entries in sides.values() for entry, names in entries.items() if not names]
     slots = f" (empty optional slot{'s' if len(empty) > 1 else ''}: {', '.join(empty)})" if empty else ""
-    print(f"pair set {name}: {len(lang)} language x {len(vis)} vision = {len(lang) * len(vis)} pairs{slots}")
+    mx, my = ps.modalities
+    same = "" if ps.self_pairs or not set(xs) & set(ys) else " (a model is not paired with itself)"
+    print(f"pair set {name}: {len(xs)} {mx} (x) x {len(ys)} {my} (y) = {_pair_count(xs, ys, ps.self_pairs)} "
+          f"pairs{same}{slots}")
     if ps.description:
         print(" ".join(ps.description.split()))
     for side, entries in sides.items():
@@ -201,7 +213,7 @@ def _pairs_show(args: argparse.Namespace) -> int:
         first = {}
         for row in rows:  # a model named by two entries is listed once, with the first
             first.setdefault(row[0], row)
-        print(f"\n{side} ({len(first)})")
+        print(f"\n{side}: {ps.modalities[side == 'y']} ({len(first)})")
         if first:
             print("\n".join(format_table(("model", "kind", "from entry"), list(first.values()), indent="  ")))
         for entry, names in entries.items():

@@ -66,7 +66,7 @@ if TYPE_CHECKING:  # torch (features, scorers, runner) loads when a record is ch
 
     import torch
 
-    from platobench.bench.jobs import JobInputs
+    from platobench.bench.jobs import JobInputs, SideInputs
     from platobench.features.store import FeatureEntry, FeatureStore
     from platobench.zoo import ModelSpec, Zoo
 
@@ -84,8 +84,8 @@ class Outcome:
     field is not what would be run: `mismatches`) or "skipped" (not recomputed; `reason` says why)."""
 
     setting: str
-    language: str
-    vision: str
+    x: str
+    y: str
     status: str
     reason: str = ""
     diffs: list[Diff] = field(default_factory=list)
@@ -134,16 +134,16 @@ class Checker:
                              "own setting_config"]
         return None, [Mismatch("setting", record.setting, own.id if own is not None else UNKNOWN_SETTING)], []
 
-    def inputs(self, setting: Setting, record: ResultRecord) -> JobInputs:
-        """The runner's inputs of `setting` on the record's samples: built with the run's recorded limit,
+    def inputs(self, setting: Setting, record: ResultRecord, pair: tuple[ModelSpec, ModelSpec]) -> JobInputs:
+        """The runner's inputs of `setting` for `pair` on the record's samples: built with the run's recorded limit,
         else the record's n, else whole (`record_limits`); UserError when none has the record's dataset
         fingerprint."""
         from platobench.bench.runner import job_inputs, record_limits
 
         found = []
         for limit in record_limits(record):
-            job_in = job_inputs(setting, limit, self._inputs.setdefault(limit, {}))  # its memo ignores limit
-            ds = job_in.image_data
+            job_in = job_inputs(setting, limit, self._inputs.setdefault(limit, {}), pair)  # its memo ignores limit
+            ds = job_in.dataset
             if ds.fingerprint == record.dataset.fingerprint and len(ds) == record.dataset.n:
                 return job_in
             found.append(f"n={len(ds)}, fingerprint {ds.fingerprint[:12]}")
@@ -152,11 +152,11 @@ class Checker:
             f"(n={record.dataset.n}, fingerprint {record.dataset.fingerprint[:12]})"
         )
 
-    def features(self, spec: ModelSpec, job_in: JobInputs) -> FeatureEntry:
+    def features(self, spec: ModelSpec, side: SideInputs) -> FeatureEntry:
         from platobench.encoders.runtime import resolve_device
         from platobench.features.extract import extract, feature_key
 
-        data, prompt, texts = job_in.of(spec)
+        data, prompt, texts = side.data, side.prompt, side.texts
         k = (spec.name, data.fingerprint, prompt)
         if k not in self._entries:
             entry = self.store.get(feature_key(spec, data, prompt=prompt, device=resolve_device(self.device)))
@@ -176,7 +176,7 @@ class Checker:
         recomputed record or None when it could not be recomputed)."""
         from platobench.features.store import SampleMismatchError
 
-        out = Outcome(record.setting, record.language.name, record.vision.name, status="skipped")
+        out = Outcome(record.setting, record.x.name, record.y.name, status="skipped")
         if record.kind == "stitch":  # the stored captions are re-scored; only a rerun retrains the decoder
             from platobench.stitch.verify import verify_stitch
 
@@ -187,9 +187,9 @@ class Checker:
             return out, None
         try:
             scorer_for(setting.kind)
-            lang, vis = self.zoo.get(record.language.name), self.zoo.get(record.vision.name)
-            job_in = self.inputs(setting, record)
-            a, b = self.features(lang, job_in), self.features(vis, job_in)
+            lang, vis = self.zoo.get(record.x.name), self.zoo.get(record.y.name)
+            job_in = self.inputs(setting, record, (lang, vis))
+            a, b = self.features(lang, job_in.x), self.features(vis, job_in.y)
         except UserError as exc:
             out.reason = str(exc)
             return out, None
@@ -285,7 +285,7 @@ def diff_table(outcomes: list[Outcome], tol: float) -> str:
     lines = ["| status | setting | pair | value | recorded | recomputed or expected | abs diff |",
              "|---|---|---|---|---|---|---|"]
     for o in outcomes:
-        pair = f"{o.language} x {o.vision}"
+        pair = f"{o.x} x {o.y}"
         if o.status == "skipped":
             lines.append(f"| skipped | {o.setting} | {pair} | {o.reason} | | | |")
             continue
@@ -375,7 +375,7 @@ def _check(args: argparse.Namespace) -> int:
               f"moved, {counts['invalid'] + len(problems)} invalid, {counts['skipped']} not recomputed")
         for o in outcomes:
             for note in o.notes:
-                print(f"note: {o.setting} {o.language} x {o.vision}: {note}", file=sys.stderr)
+                print(f"note: {o.setting} {o.x} x {o.y}: {note}", file=sys.stderr)
         if outcomes and counts["skipped"] == len(outcomes):
             print("FAILED: no record could be recomputed", file=sys.stderr)
         elif counts["skipped"] and not args.allow_skipped:

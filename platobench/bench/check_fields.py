@@ -23,8 +23,8 @@ STAT_FIELDS = ("calibrated", "null.mean", "ci.lo", "ci.hi")
 STAT_DETAIL_FIELDS = ("null.std", "null.p_value", "ci.level")
 EXACT_FIELDS = (
     "setting", "kind", "metric.id", "metric.params", "metric.preprocess", "metric.selection",
-    "metric.higher_is_better", "language.name", "language.revision", "language.params_m", "language.kind",
-    "vision.name", "vision.revision", "vision.params_m", "vision.kind", "dataset.name", "dataset.revision",
+    "metric.higher_is_better", "x.name", "x.revision", "x.params_m", "x.kind", "x.modality", "x.input",
+    "y.name", "y.revision", "y.params_m", "y.kind", "y.modality", "y.input", "dataset.name", "dataset.revision",
     "dataset.n", "dataset.fingerprint",
 )
 # compared where both sides have a null / an interval: how the interval was made and what it is for are
@@ -133,7 +133,7 @@ def setting_mismatches(own: Setting, expected: Setting) -> list[Mismatch]:
 
 
 def chosen_layers(old: ResultRecord, new: ResultRecord, tol: float) -> tuple[Mismatch | None, str | None]:
-    """(mismatch, note) of the chosen (language, vision) layers. Different layers are a mismatch unless
+    """(mismatch, note) of the chosen (x, y) layers. Different layers are a mismatch unless
     the recomputed grid's cell at the recorded layers is within `tol` of the recomputed score: a near tie
     that float rounding may decide either way (then a note)."""
     stated = None if old.layers is None else list(old.layers)

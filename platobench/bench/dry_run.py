@@ -42,16 +42,14 @@ def record_plans(jobs: list[Job], opts: RunOptions) -> list[RecordPlan]:
     dev = resolve_device(opts.device)
     out = []
     for job in jobs:
-        path = record_path(opts.out, job.setting.id, job.language.name, job.vision.name, opts.limit)
+        path = record_path(opts.out, job.setting.id, job.x.name, job.y.name, opts.limit)
         if opts.skip_existing and path.is_file():
             out.append(RecordPlan(job, KEEP))
             continue
         try:
-            job_in = job_inputs(job.setting, opts.limit, cache)
-            digests = {}
-            for side, spec in (("language", job.language), ("vision", job.vision)):
-                data, prompt, _ = job_in.of(spec)
-                digests[side] = feature_key(spec, data, prompt=prompt, device=dev).digest()
+            job_in = job_inputs(job.setting, opts.limit, cache, job.pair)
+            digests = {side: feature_key(spec, got.data, prompt=got.prompt, device=dev).digest()
+                       for side, spec, got in (("x", job.x, job_in.x), ("y", job.y, job_in.y))}
         except (UserError, RuntimeError) as exc:
             out.append(RecordPlan(job, f"unavailable: {str(exc)[:200]}"))
             continue
@@ -105,7 +103,7 @@ def extraction_rows(plans: list[RecordPlan], opts: RunOptions, store: FeatureSto
     else estimated) and the hub weights' state."""
     jobs = [p.job for p in plans if p.status == COMPUTE]
     rows = plan_rows(jobs, opts, store)
-    specs = {s.name: s for job in jobs for s in (job.language, job.vision)}
+    specs = {s.name: s for job in jobs for s in (job.x, job.y)}
     for row in rows:
         spec, n = specs.get(row["model"]), row.get("n")
         row["features"] = (human_bytes(row["bytes"]) if row.get("bytes") is not None

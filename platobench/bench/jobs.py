@@ -37,22 +37,24 @@ LayerTransform = Callable[[Sequence["torch.Tensor"]], Sequence["torch.Tensor"]]
 
 
 class Scorer(Protocol):
-    """Scores one pair under one setting. `lang_layers` / `vis_layers`: per-layer features [rows, D_l] of
-    each model; `dataset`: the samples' reference; `inputs`: the two feature-entry digests; `revisions`:
-    the models' resolved revisions (None: the spec's); `kwargs`: the kind's own inputs (zero-shot: labels
-    and prompts)."""
+    """Scores one pair under one setting. `x` / `y`: the pair's two models (any modalities);
+    `x_layers` / `y_layers`: their per-layer features [rows, D_l]; `dataset`: the samples' reference;
+    `inputs`: the two feature-entry digests; `revisions`: the models' resolved revisions (None: the spec's);
+    `reads`: what each side read ("image", "caption:<i>", "prompts"); `kwargs`: the kind's own inputs
+    (zero-shot: labels and prompts)."""
 
     def __call__(
         self,
         setting: Setting,
-        language: ModelSpec,
-        vision: ModelSpec,
-        lang_layers: Sequence[torch.Tensor],
-        vis_layers: Sequence[torch.Tensor],
+        x: ModelSpec,
+        y: ModelSpec,
+        x_layers: Sequence[torch.Tensor],
+        y_layers: Sequence[torch.Tensor],
         dataset: DatasetRef,
         *,
         inputs: dict[str, Any],
         revisions: tuple[str | None, str | None] = (None, None),
+        reads: tuple[str, str] = ("caption:0", "image"),
         **kwargs: Any,
     ) -> ResultRecord: ...
 
@@ -72,34 +74,47 @@ def scorers() -> dict[str, Scorer]:
 
 
 @dataclass(frozen=True)
-class JobInputs:
-    """What a job extracts. The text model reads `texts` (None: the captions `text_prompt` selects) of
-    `text_data`; the vision model reads the images of `image_data`. `paired`: the two entries hold the
-    same samples row by row (checked). `scorer_kwargs`: extra keyword arguments of the kind's scorer."""
+class SideInputs:
+    """What one side of a job extracts: `texts` (None: what `prompt` selects: "image" or "caption:<i>") of
+    `data`; `input` is what the record says it read ("image", "caption:<i>", or "prompts" for class
+    prompts)."""
 
-    text_data: Any
-    text_prompt: str
+    data: Any
+    prompt: str
     texts: list[str] | None
-    image_data: Any
+    input: str
+
+
+@dataclass(frozen=True)
+class JobInputs:
+    """What a job extracts: `x` and `y`, one per side. `dataset`: the samples the record names.
+    `paired`: the two entries hold the same samples row by row (checked). `scorer_kwargs`: extra keyword
+    arguments of the kind's scorer."""
+
+    x: SideInputs
+    y: SideInputs
+    dataset: Any
     paired: bool
     scorer_kwargs: dict[str, Any]
 
-    def of(self, spec: ModelSpec) -> tuple[Any, str, list[str] | None]:
-        """(dataset, prompt, texts) that `spec` is extracted on."""
-        if spec.modality == "text":
-            return self.text_data, self.text_prompt, self.texts
-        return self.image_data, "image", None
+    def side(self, index: int) -> SideInputs:
+        """Side `index` (0: x, 1: y)."""
+        return (self.x, self.y)[index]
+
+    @property
+    def reads(self) -> tuple[str, str]:
+        return self.x.input, self.y.input
 
 
-def entry_digests(language: FeatureEntry, vision: FeatureEntry) -> dict[str, str]:
+def entry_digests(x: FeatureEntry, y: FeatureEntry) -> dict[str, str]:
     """The record's `extra.inputs`: the digests of the two feature entries a job is scored from."""
-    return {"language": language.digest, "vision": vision.digest}
+    return {"x": x.digest, "y": y.digest}
 
 
 def score_job(
     setting: Setting,
-    language: ModelSpec,
-    vision: ModelSpec,
+    x: ModelSpec,
+    y: ModelSpec,
     entries: tuple[FeatureEntry, FeatureEntry],
     job_in: JobInputs,
     *,
@@ -107,7 +122,7 @@ def score_job(
     transform: LayerTransform | None = None,
     extra: dict[str, Any] | None = None,
 ) -> ResultRecord:
-    """The record of one job from its (language, vision) feature entries. SampleMismatchError (a
+    """The record of one job from its (x, y) feature entries. SampleMismatchError (a
     UserError) when a paired job's entries hold other samples. `scorer`: None is the setting kind's
     (`scorer_for`); `transform` maps each model's layer list before scoring (check's --perturb); `extra`
     is merged into the record's extra after `setting_config`."""
@@ -120,12 +135,12 @@ def score_job(
     layers_a, layers_b = a.cached_layers(), b.cached_layers()  # statistics saved beside each entry
     if transform is not None:
         layers_a, layers_b = transform(layers_a), transform(layers_b)
-    ds = job_in.image_data
+    ds = job_in.dataset
     record = (scorer or scorer_for(setting.kind))(
-        setting, language, vision, layers_a, layers_b,
+        setting, x, y, layers_a, layers_b,
         DatasetRef(name=ds.name, revision=ds.revision, n=len(ds), fingerprint=ds.fingerprint),
         inputs=entry_digests(a, b), revisions=(a.key["model_revision"], b.key["model_revision"]),
-        **job_in.scorer_kwargs,
+        reads=job_in.reads, **job_in.scorer_kwargs,
     )
     record.extra["setting_config"] = setting.model_dump(mode="json")
     record.extra.update(extra or {})

@@ -1,4 +1,4 @@
-"""Resolve a `--pairs` argument into (language model, vision model) pairs of zoo specs."""
+"""Resolve a `--pairs` argument into (x model, y model) pairs of zoo specs, of any two modalities."""
 
 from __future__ import annotations
 
@@ -27,34 +27,32 @@ def _members(zoo: Zoo, queries: list[str], modality: str, where: str) -> list[Mo
 
 
 def _pair_set(name: str, catalog: Catalog, zoo: Zoo) -> list[tuple[ModelSpec, ModelSpec]]:
-    """Every (language, vision) pair of pair set `name`, language-major."""
+    """Every (x, y) pair of pair set `name`, x-major, a model paired with itself only under `self_pairs`."""
     ps = catalog.pair_sets[name]
-    lang = _members(zoo, ps.language, "text", f"pair set {name!r}")
-    vis = _members(zoo, ps.vision, "vision", f"pair set {name!r}")
-    return [(a, b) for a in lang for b in vis]
+    xs = _members(zoo, ps.x, ps.modalities[0], f"pair set {name!r} (x)")
+    ys = _members(zoo, ps.y, ps.modalities[1], f"pair set {name!r} (y)")
+    return [(a, b) for a in xs for b in ys if ps.self_pairs or a.name != b.name]
 
 
 def _pair(token: str, catalog: Catalog, zoo: Zoo) -> tuple[ModelSpec, ModelSpec]:
-    """The pair of 'LANGUAGE_MODEL:VISION_MODEL' (spaces around either name ignored)."""
+    """The pair of 'X_MODEL:Y_MODEL' (spaces around either name ignored), of any modalities."""
     if token.count(":") != 1:
         raise UserError(
             f"--pairs: {shown(token)} is neither a pair set name ({', '.join(sorted(catalog.pair_sets))}) "
-            "nor 'LANGUAGE_MODEL:VISION_MODEL'"
+            "nor 'X_MODEL:Y_MODEL'"
         )
     a_name, b_name = (part.strip() for part in token.split(":"))
-    a, b = zoo.get(a_name), zoo.get(b_name)
-    if a.modality != "text" or b.modality != "vision":
-        raise UserError(f"--pairs: in {shown(token)} the first model must be a text model and the second a vision model")
-    return a, b
+    return zoo.get(a_name), zoo.get(b_name)
 
 
 def resolve_pairs(spec: str, catalog: Catalog, zoo: Zoo) -> list[tuple[ModelSpec, ModelSpec]]:
     """`spec` is a comma-separated list whose items are pair-set names from the settings file (e.g. all,
-    default21, demo) or explicit pairs `language:vision` of zoo names; the result is their union, in
-    order of first appearance (a pair set language-major), without repeats."""
+    default21, demo, demo-vision-vision) or explicit pairs `x:y` of zoo names (text:vision, vision:vision,
+    text:text, ...); the result is their union, in order of first appearance (a pair set x-major), without
+    repeats. Whether each pair's sides can read a setting's inputs is checked when jobs are planned."""
     tokens = [t.strip() for t in spec.split(",") if t.strip()]
     if not tokens:
-        raise UserError("--pairs is empty; name a pair set (`platobench pairs list`) or 'LANGUAGE_MODEL:VISION_MODEL'")
+        raise UserError("--pairs is empty; name a pair set (`platobench pairs list`) or 'X_MODEL:Y_MODEL'")
     pairs: dict[tuple[str, str], tuple[ModelSpec, ModelSpec]] = {}
     for token in tokens:
         found = _pair_set(token, catalog, zoo) if token in catalog.pair_sets else [_pair(token, catalog, zoo)]

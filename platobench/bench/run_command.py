@@ -58,8 +58,9 @@ def register(subparsers: Any) -> None:
         ),
     )
     p.add_argument("--pairs", required=True,
-                   help="pair sets (demo, default21, prh-val, all: see `platobench pairs list`) and/or pairs "
-                        "'LANG:VISION', comma-separated: their union (e.g. offline,demo)")
+                   help="pair sets (demo, default21, prh-val, all, demo-vision-vision, demo-text-text: see `platobench "
+                        "pairs list`) and/or pairs 'X:Y' of any two zoo models (text:vision, vision:vision, "
+                        "text:text), comma-separated: their union (e.g. offline,demo)")
     p.add_argument("--settings", required=True, help="setting ids or groups, comma-separated (e.g. demo, paired, prh-mknn; see `platobench settings list`)")
     p.add_argument("--out", type=Path, default=Path("results"), help="results folder (default ./results)")
     p.add_argument("--limit", type=int, default=None,
@@ -94,7 +95,7 @@ def _run(args: argparse.Namespace) -> int:
 
     zoo = zoo_from_args(args)
     jobs = plan_jobs(args.pairs, args.settings, Catalog(args.settings_file), zoo, args.limit)
-    pairs = {(j.language.name, j.vision.name) for j in jobs}
+    pairs = {(j.x.name, j.y.name) for j in jobs}
     settings = {j.setting.id for j in jobs}
     if args.dry_run:
         opts = RunOptions(out=args.out, limit=args.limit, device=args.device, batch_size=args.batch_size,
@@ -106,22 +107,22 @@ def _run(args: argparse.Namespace) -> int:
         seconds = sum(c.seconds for c in plan_costs(pending, opts))
         if args.json:
             print(json.dumps({"jobs": len(jobs), "records": [
-                {"setting": p.job.setting.id, "language": p.job.language.name, "vision": p.job.vision.name,
+                {"setting": p.job.setting.id, "x": p.job.x.name, "y": p.job.y.name,
                  "status": p.status} for p in plans], "extractions": rows, "statistics_s": round(seconds, 1)},
                 indent=1))
         else:
             print(f"{len(pairs)} pairs x {len(settings)} settings; {summary_line(plans)}; "
                   f"{len(rows)} extractions for the records to compute:")
-            cells = [[r["model"], r["dataset"], "?" if r["params_m"] is None else f"{r['params_m']:g}",
+            cells = [[r["model"], r["dataset"], r["input"], "?" if r["params_m"] is None else f"{r['params_m']:g}",
                       "?" if r["est_gpu_gib"] is None else f"~{r['est_gpu_gib']}",
                       {True: "yes", False: "no"}.get(r["cached"], str(r["cached"])), r["features"], r["weights"]]
                      for r in rows]
             if cells:
-                print("\n".join(format_table(("model", "dataset", "params (M)", "GPU GiB", "cached", "features",
-                                              "weights"), cells, right={2, 3}, indent="  ")))
+                print("\n".join(format_table(("model", "dataset", "input", "params (M)", "GPU GiB", "cached",
+                                              "features", "weights"), cells, right={3, 4}, indent="  ")))
             for p in plans:
                 if p.status.startswith("unavailable"):
-                    print(f"  {p.job.setting.id} {p.job.language.name} x {p.job.vision.name}: {p.status}")
+                    print(f"  {p.job.setting.id} {p.job.x.name} x {p.job.y.name}: {p.status}")
             print(f"statistics (nulls, intervals, restarts) of the records to compute: ~{duration(seconds)} "
                   "estimated on 2 CPU cores")
         return 0

@@ -14,11 +14,12 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from platobench.bench.cost import JobCost, check_cost, paired_cost, zeroshot_cost
-from platobench.bench.jobs import JobInputs, Scorer, entry_digests, score_job, scorer_for
+from platobench.bench.jobs import JobInputs, Scorer, SideInputs, entry_digests, score_job, scorer_for
 from platobench.bench.setting_rules import check_selection_fits
 from platobench.bench.settings import Setting
 from platobench.bench.zeroshot_inputs import zeroshot_inputs
 from platobench.data import get_dataset
+from platobench.data.base import IdsDataset
 from platobench.encoders import layer_count_of
 from platobench.encoders.runtime import resolve_device
 from platobench.errors import UserError
@@ -33,9 +34,19 @@ from platobench.zoo import ModelSpec
 
 @dataclass(frozen=True)
 class Job:
+    """One pair (`x`, `y`: zoo specs of any modalities) under one setting."""
+
     setting: Setting
-    language: ModelSpec
-    vision: ModelSpec
+    x: ModelSpec
+    y: ModelSpec
+
+    @property
+    def pair(self) -> tuple[ModelSpec, ModelSpec]:
+        return self.x, self.y
+
+    @property
+    def label(self) -> str:
+        return f"{self.setting.id}: {self.x.name} x {self.y.name}"
 
 
 @dataclass
@@ -83,9 +94,9 @@ def estimate_gpu_gib(spec: ModelSpec) -> float | None:
 def check_selection(job: Job) -> None:
     """UserError when the job's fixed layer selection is outside its models' layer counts (known from the
     zoo entries, without loading anything); a model whose num_layers is unknown fails at extraction."""
-    counts = layer_count_of(job.language), layer_count_of(job.vision)
+    counts = layer_count_of(job.x), layer_count_of(job.y)
     if counts[0] is not None and counts[1] is not None:
-        check_selection_fits(job.setting, (counts[0], counts[1]), (job.language.name, job.vision.name))
+        check_selection_fits(job.setting, (counts[0], counts[1]), (job.x.name, job.y.name))
 
 
 def job_cost(job: Job, inputs: JobInputs) -> JobCost | None:
@@ -95,29 +106,86 @@ def job_cost(job: Job, inputs: JobInputs) -> JobCost | None:
     from platobench.metrics.matching import DEFAULT_RESTARTS
     from platobench.metrics.selection import select_index
 
-    counts = layer_count_of(job.language), layer_count_of(job.vision)
+    counts = layer_count_of(job.x), layer_count_of(job.y)
     if counts[0] is None or counts[1] is None:
         return None
     shape = (counts[0], counts[1])
     fixed = select_index(shape, job.setting.selection)
-    label = f"{job.setting.id}: {job.language.name} x {job.vision.name}"
+    label = job.label
     s = job.setting
     if s.kind == "zeroshot":
         opts = ZeroshotOptions.of(s)
         cells = shape[0] * shape[1] if fixed is None else 1 + (fixed != (shape[0] - 1, shape[1] - 1))
         restarts = DEFAULT_RESTARTS[opts.solver] if opts.restarts is None else opts.restarts
-        classes = len(inputs.text_data.class_names)
+        classes = len(inputs.x.data.class_names)
         return zeroshot_cost(label, opts.solver, classes, cells, len(opts.seeds), restarts)
     cells, layers = (shape[0] * shape[1], shape[0] + shape[1]) if fixed is None else (1, 2)
-    widths = [w for w in (job.language.width, job.vision.width) if w is not None]
-    return paired_cost(label, s.metric, len(inputs.image_data), cells, layers, max(widths, default=None), s.n_perm,
+    widths = [w for w in (job.x.width, job.y.width) if w is not None]
+    return paired_cost(label, s.metric, len(inputs.dataset), cells, layers, max(widths, default=None), s.n_perm,
                        s.n_ci, s.ci_fraction, get_metric(s.metric).interval)
 
 
-def job_inputs(setting: Setting, limit: int | None, cache: dict[Any, Any]) -> JobInputs:
-    """The inputs of `setting`; datasets are memoised in `cache` (failures included). Paired: the first
-    `limit` samples' images and caption `caption_index` (checked to exist for every sample). Zero-shot:
-    the first `limit` images of each class and the class prompts (`zeroshot_inputs`)."""
+def _side_names(pair: tuple[ModelSpec, ModelSpec] | None) -> tuple[tuple[str, str], tuple[str, str]]:
+    """((x modality, y modality), (x name, y name)) of `pair`; None stands for a text x vision pair."""
+    if pair is None:
+        return ("text", "vision"), ("the text model", "the vision model")
+    return (pair[0].modality, pair[1].modality), (pair[0].name, pair[1].name)
+
+
+def pair_reads(setting: Setting, pair: tuple[ModelSpec, ModelSpec] | None = None) -> tuple[str, str]:
+    """What each side of `pair` (None: a text x vision pair) reads under `setting`: "prompts" and "image" for
+    a zero-shot setting, else `Setting.input_for` of each side. UserError naming both models when a side
+    cannot read its input (a vision model reads images, a text model captions; zero-shot is text x vision)."""
+    from platobench.results.schema import input_modality
+
+    modalities, names = _side_names(pair)
+    pair_text = f"{names[0]} x {names[1]}"
+    if setting.kind == "zeroshot":
+        if modalities != ("text", "vision"):
+            raise UserError(
+                f"setting {setting.id} matches class prompts (read by a text model) to images (read by a vision "
+                f"model): {pair_text} is {modalities[0]} x {modalities[1]}; use a text x vision pair")
+        return "prompts", "image"
+    reads = (setting.input_for(0, modalities[0]), setting.input_for(1, modalities[1]))
+    wrong = [f"{n} ({m}) cannot read {r!r}" for n, m, r in zip(names, modalities, reads) if input_modality(r) != m]
+    if wrong:
+        raise UserError(f"setting {setting.id} gives {pair_text} the inputs {list(reads)}: {'; '.join(wrong)} "
+                        "(a vision model reads 'image', a text model 'caption:<i>')")
+    return reads
+
+
+def _paired_sides(setting: Setting, data: Any, reads: tuple[str, str],
+                  pair: tuple[ModelSpec, ModelSpec] | None) -> tuple[SideInputs, SideInputs]:
+    """The two sides of a paired job on `data`, each caption checked to exist for every sample (UserError
+    naming the pair otherwise); on an ids-only dataset both sides must be `loader: features` entries."""
+    names = _side_names(pair)[1]
+    if isinstance(data, IdsDataset):  # no images or captions here: only embeddings read by sample id
+        models = [] if pair is None else [spec.name for spec in pair if spec.loader != "features"]
+        if models:
+            raise UserError(f"dataset {setting.dataset} holds sample ids only (precomputed embeddings): "
+                            f"{' and '.join(models)} would have to read its inputs; only `loader: features` "
+                            "zoo entries can be measured on it")
+    else:
+        for name, read in zip(names, reads):
+            if read != "image":
+                try:
+                    data.captions(int(read.split(":")[1]))
+                except UserError as exc:
+                    raise UserError(f"setting {setting.id}: {name} of {names[0]} x {names[1]} reads {read!r}: "
+                                    f"{exc}") from None
+    x, y = (SideInputs(data, read, None, read) for read in reads)
+    return x, y
+
+
+def job_inputs(
+    setting: Setting, limit: int | None, cache: dict[Any, Any], pair: tuple[ModelSpec, ModelSpec] | None = None,
+) -> JobInputs:
+    """The inputs of `setting` for `pair` (x spec, y spec; None: a text x vision pair); datasets are
+    memoised in `cache` (failures included). Paired: the first `limit` samples, each side reading what
+    `pair_reads` says (each caption checked to exist for every sample). Zero-shot (text x vision only): the
+    first `limit` images of each class and the class prompts (`zeroshot_inputs`). A pair that cannot read
+    its inputs is a UserError naming both models, raised before any model runs."""
+    reads = pair_reads(setting, pair)
     k: Any = (setting.kind, setting.dataset)
     if setting.kind == "zeroshot":
         k += (tuple(sorted((o, repr(v)) for o, v in setting.options.items())),)
@@ -138,21 +206,23 @@ def job_inputs(setting: Setting, limit: int | None, cache: dict[Any, Any]) -> Jo
     if setting.kind == "zeroshot":
         ds, prompts = got
         kwargs = {"labels": ds.labels, "prompts": prompts}
-        return JobInputs(prompts, prompts.prompt, prompts.texts, ds, False, kwargs)
-    got.captions(setting.caption_index)  # UserError now, before any model runs, when a sample lacks it
-    return JobInputs(got, f"caption:{setting.caption_index}", None, got, True, {})
+        text = SideInputs(prompts, prompts.prompt, prompts.texts, "prompts")
+        return JobInputs(text, SideInputs(ds, "image", None, "image"), ds, False, kwargs)
+    x, y = _paired_sides(setting, got, reads, pair)
+    return JobInputs(x, y, got, True, {})
 
 
 def plan_rows(jobs: list[Job], opts: RunOptions, store: FeatureStore) -> list[dict[str, Any]]:
-    """One row per (model, dataset) extraction the jobs need: name, dataset, samples n, params, GPU GiB,
+    """One row per (model, dataset, input) extraction the jobs need: name, dataset, input read, samples n, params, GPU GiB,
     cached (True, False, or how a cached superset serves it) and bytes (on disk, when cached)."""
     rows: dict[tuple[str, str, str], dict[str, Any]] = {}
     cache: dict[Any, Any] = {}
     dev = resolve_device(opts.device)
     for job in jobs:
-        for spec in (job.language, job.vision):
+        for i, spec in enumerate(job.pair):
             try:
-                data, prompt, _ = job_inputs(job.setting, opts.limit, cache).of(spec)
+                side = job_inputs(job.setting, opts.limit, cache, job.pair).side(i)
+                data, prompt = side.data, side.prompt
                 k = (spec.name, data.fingerprint, prompt)
                 key = feature_key(spec, data, prompt=prompt, device=dev)
                 entry = store.get(key)
@@ -160,14 +230,14 @@ def plan_rows(jobs: list[Job], opts: RunOptions, store: FeatureStore) -> list[di
                 size = None if entry is None else sum(f.stat().st_size for f in entry.path.iterdir() if f.is_file())
                 if not cached and (superset := cached_superset(store, key, data.ids)) is not None:
                     cached = f"first {len(data)} of {len(superset)} cached samples"
-                dataset, n = data.name, len(data)
+                dataset, n, reads = data.name, len(data), side.input
             except (UserError, RuntimeError) as exc:
                 k, dataset, n, size = (spec.name, job.setting.dataset, "?"), job.setting.dataset, None, None
-                cached = f"unavailable: {exc}"
+                cached, reads = f"unavailable: {exc}", "?"
             if k in rows:
                 continue
             rows[k] = {
-                "model": spec.name, "dataset": dataset, "n": n, "params_m": spec.params_m,
+                "model": spec.name, "dataset": dataset, "input": reads, "n": n, "params_m": spec.params_m,
                 "est_gpu_gib": estimate_gpu_gib(spec), "cached": cached, "bytes": size,
             }
     return list(rows.values())
@@ -180,7 +250,7 @@ def plan_costs(jobs: list[Job], opts: RunOptions) -> list[JobCost]:
     out = []
     for job in jobs:
         try:
-            cost = job_cost(job, job_inputs(job.setting, opts.limit, cache))
+            cost = job_cost(job, job_inputs(job.setting, opts.limit, cache, job.pair))
         except (UserError, RuntimeError):  # unavailable inputs: the plan's rows say why
             continue
         if cost is not None:
@@ -208,16 +278,17 @@ def prepare_inputs(jobs: list[Job], opts: RunOptions, cache: dict[Any, Any]) -> 
     """Build and check the inputs of every setting of `jobs` (memoised in `cache`, failures included)
     before any model runs; one stderr line per setting whose inputs fail (its jobs then fail with that
     reason in `execute`, the others run)."""
-    seen: set[str] = set()
+    seen: set[tuple[str, str, str]] = set()
     for job in jobs:
         sid = job.setting.id
-        if sid in seen or (opts.skip_existing and record_path(opts.out, sid, job.language.name, job.vision.name, opts.limit).is_file()):
+        if (sid, job.x.modality, job.y.modality) in seen or (opts.skip_existing and record_path(opts.out, sid, job.x.name, job.y.name, opts.limit).is_file()):
             continue
-        seen.add(sid)
+        seen.add((sid, job.x.modality, job.y.modality))
         try:
-            job_inputs(job.setting, opts.limit, cache)
+            job_inputs(job.setting, opts.limit, cache, job.pair)
         except Exception as exc:  # noqa: BLE001 -- reported here, failed per job by `execute`
-            print(f"setting {sid}: inputs cannot be built ({str(exc)[:300]}); its records are skipped",
+            kinds = f"{job.x.modality} x {job.y.modality}"
+            print(f"setting {sid} ({kinds} pairs): inputs cannot be built ({str(exc)[:300]}); those records are skipped",
                   file=sys.stderr, flush=True)
 
 
@@ -272,12 +343,11 @@ def execute(
         warn_limited(opts.limit)
         prepare_inputs(jobs, opts, inputs_cache)
 
-    def key_digest(spec: ModelSpec, inputs: JobInputs) -> str:
-        data, prompt, _ = inputs.of(spec)
-        return feature_key(spec, data, prompt=prompt, device=dev).digest()
+    def key_digest(spec: ModelSpec, side: SideInputs) -> str:
+        return feature_key(spec, side.data, prompt=side.prompt, device=dev).digest()
 
-    def features(spec: ModelSpec, inputs: JobInputs) -> FeatureEntry:
-        data, prompt, texts = inputs.of(spec)
+    def features(spec: ModelSpec, side: SideInputs) -> FeatureEntry:
+        data, prompt, texts = side.data, side.prompt, side.texts
         k = (spec.name, data.fingerprint, prompt)
         if k not in entries:
             try:
@@ -299,13 +369,13 @@ def execute(
         elif (scorer := scorers.get(job.setting.kind)) is None:
             raise UserError(f"setting kind {job.setting.kind!r} is not supported by this runner")
         check_selection(job)
-        path = record_path(opts.out, job.setting.id, job.language.name, job.vision.name, opts.limit)
+        path = record_path(opts.out, job.setting.id, job.x.name, job.y.name, opts.limit)
         if opts.skip_existing and path.is_file():
             return Planned(scorer, path, None, None)
-        job_in = job_inputs(job.setting, opts.limit, inputs_cache)
+        job_in = job_inputs(job.setting, opts.limit, inputs_cache, job.pair)
         # The cache key of each input is known without extracting: a record whose inputs and setting
         # are unchanged is reused before any model runs (a fresh clone reuses the committed records).
-        digests = {"language": key_digest(job.language, job_in), "vision": key_digest(job.vision, job_in)}
+        digests = {"x": key_digest(job.x, job_in.x), "y": key_digest(job.y, job_in.y)}
         if not opts.force and record_up_to_date(path, digests, job.setting, opts.limit):
             return Planned(scorer, path, None, None)
         return Planned(scorer, path, job_in, digests)
@@ -336,10 +406,10 @@ def execute(
     if state is not None:
         for job, todo in zip(jobs, pending):
             if todo:
-                job_in = job_inputs(job.setting, opts.limit, inputs_cache)
-                for spec in (job.language, job.vision):
+                job_in = job_inputs(job.setting, opts.limit, inputs_cache, job.pair)
+                for i, spec in enumerate(job.pair):
                     with contextlib.suppress(RuntimeError):  # the failure is the main process's to report
-                        features(spec, job_in)
+                        features(spec, job_in.side(i))
         state.wait_for_everyone()
         if not main:
             summary.worker = True
@@ -348,7 +418,7 @@ def execute(
     bar = tqdm(list(zip(jobs, planned)), desc="pairs x settings", unit="job", disable=not opts.progress,
                dynamic_ncols=True)
     for job, p in bar:
-        label = f"{job.setting.id}: {job.language.name} x {job.vision.name}"
+        label = job.label
         bar.set_postfix_str(label, refresh=True)
         try:
             if isinstance(p, Exception):
@@ -357,11 +427,11 @@ def execute(
                 summary.up_to_date.append(label)
                 summary.reused.append(str(p.path))
                 continue
-            a, b = features(job.language, p.inputs), features(job.vision, p.inputs)
+            a, b = features(job.x, p.inputs.x), features(job.y, p.inputs.y)
             if p.digests != entry_digests(a, b):
                 raise RuntimeError(f"{label}: the cache returned entries of other keys than planned")
             with draw_bars(opts.progress and sys.stderr.isatty()):  # long nulls and intervals show a bar
-                record = score_job(job.setting, job.language, job.vision, (a, b), p.inputs, scorer=p.scorer,
+                record = score_job(job.setting, job.x, job.y, (a, b), p.inputs, scorer=p.scorer,
                                    extra=None if opts.limit is None else {"limit": opts.limit})
             summary.written.append(str(write_record(opts.out, record)))
         except Exception as exc:

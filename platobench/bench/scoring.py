@@ -22,6 +22,7 @@ from platobench.results import (
     ModelRef,
     NullRef,
     ResultRecord,
+    SideRef,
     git_sha,
 )
 from platobench.zoo import ModelSpec
@@ -51,7 +52,7 @@ def _perturbed(layers: Sequence[torch.Tensor], gen: torch.Generator) -> list[tor
 
 
 def rounding_sensitivity(
-    setting: Setting, lang_layers: Sequence[torch.Tensor], vis_layers: Sequence[torch.Tensor],
+    setting: Setting, x_layers: Sequence[torch.Tensor], y_layers: Sequence[torch.Tensor],
     params: dict[str, Any], grid: torch.Tensor, higher_is_better: bool, selection: str,
 ) -> dict[str, Any]:
     """How far CPU-rounding-sized noise moves a record: the features are multiplied by (1 + 1e-6 e),
@@ -64,7 +65,7 @@ def rounding_sensitivity(
     for draw in range(ROUNDING_DRAWS):
         gen = torch.Generator().manual_seed(draw)
         noisy = summarize_layers(
-            setting.metric, _perturbed(lang_layers, gen), _perturbed(vis_layers, gen),
+            setting.metric, _perturbed(x_layers, gen), _perturbed(y_layers, gen),
             preprocess=setting.preprocess, **params,
         ).grid()
         moved = max(abs(select(noisy, selection, higher_is_better).score - chosen),
@@ -84,47 +85,54 @@ def model_ref(spec: ModelSpec, revision: str | None = None) -> ModelRef:
     return ModelRef(name=spec.name, revision=revision or spec.revision, params_m=spec.params_m, kind=spec.kind)
 
 
+def side_ref(spec: ModelSpec, revision: str | None, read: str) -> SideRef:
+    """The record side of `spec` (its resolved `revision`; None: the spec's), which read `read`."""
+    return SideRef(**model_ref(spec, revision).model_dump(), modality=spec.modality, input=read)
+
+
 def score_paired(
     setting: Setting,
-    language: ModelSpec,
-    vision: ModelSpec,
-    lang_layers: Sequence[torch.Tensor],
-    vis_layers: Sequence[torch.Tensor],
+    x: ModelSpec,
+    y: ModelSpec,
+    x_layers: Sequence[torch.Tensor],
+    y_layers: Sequence[torch.Tensor],
     dataset: DatasetRef,
     *,
     inputs: dict[str, Any],
     revisions: tuple[str | None, str | None] = (None, None),
+    reads: tuple[str, str] = ("caption:0", "image"),
 ) -> ResultRecord:
-    """The record of `setting` for one pair; `*_layers` are the cached per-layer features [N, D_l] (row i
-    of both is dataset sample i). `inputs` (feature-entry digests) is kept so reruns can tell what changed."""
+    """The record of `setting` for one pair (`x`, `y` of any modalities); `*_layers` are the cached
+    per-layer features [N, D_l] (row i of both is dataset sample i), `reads` what each side read. `inputs`
+    (feature-entry digests) is kept so reruns can tell what changed."""
     t0 = time.perf_counter()
     metric = get_metric(setting.metric)
     params = metric.resolve_params(setting.params)
-    shape = (len(lang_layers), len(vis_layers))
-    rows, cols = varying_layers(lang_layers), varying_layers(vis_layers)
+    shape = (len(x_layers), len(y_layers))
+    rows, cols = varying_layers(x_layers), varying_layers(y_layers)
     if not rows or not cols:
-        side = "language" if not rows else "vision"
-        raise ValueError(f"every layer of the {side} model is constant across the samples; nothing to score")
+        side = x.name if not rows else y.name
+        raise ValueError(f"every layer of {side} is constant across the samples; nothing to score")
     # a fixed selection names layers of the whole models: moved to the kept layers' grid
-    sel = kept_selection(setting.selection, shape, rows, cols, (language.name, vision.name))
-    lang_layers, vis_layers = take_layers(lang_layers, rows), take_layers(vis_layers, cols)
-    summaries = summarize_layers(setting.metric, lang_layers, vis_layers, preprocess=setting.preprocess, **params)
+    sel = kept_selection(setting.selection, shape, rows, cols, (x.name, y.name))
+    x_layers, y_layers = take_layers(x_layers, rows), take_layers(y_layers, cols)
+    summaries = summarize_layers(setting.metric, x_layers, y_layers, preprocess=setting.preprocess, **params)
     grid = summaries.grid()
     chosen = select(grid, sel, metric.higher_is_better)
-    rounding = (rounding_sensitivity(setting, lang_layers, vis_layers, params, grid, metric.higher_is_better, sel)
+    rounding = (rounding_sensitivity(setting, x_layers, y_layers, params, grid, metric.higher_is_better, sel)
                 if metric.id in KNN_METRICS else {})
     last = float(grid[-1, -1]) if (rows[-1], cols[-1]) == (shape[0] - 1, shape[1] - 1) else None
     null = ci = calibrated = None
     if setting.n_perm > 0:
         res = permutation_null(
-            setting.metric, lang_layers, vis_layers, selection=sel, n_perm=setting.n_perm,
+            setting.metric, x_layers, y_layers, selection=sel, n_perm=setting.n_perm,
             seed=setting.seed, preprocess=setting.preprocess, summaries=summaries, **params,
         )
         null = NullRef(mean=res.mean, std=res.std, p_value=res.p_value, n_perm=res.n_perm, seed=res.seed)
         calibrated = res.calibrated
     if setting.n_ci > 0:
         lo, hi = subsample_ci(
-            setting.metric, lang_layers, vis_layers, selection=sel, n_sub=setting.n_ci,
+            setting.metric, x_layers, y_layers, selection=sel, n_sub=setting.n_ci,
             frac=setting.ci_fraction, level=setting.ci_level, seed=setting.seed, preprocess=setting.preprocess,
             summaries=summaries, **params,
         )
@@ -140,8 +148,8 @@ def score_paired(
             id=metric.id, params=params, preprocess=setting.preprocess, selection=setting.selection,
             higher_is_better=metric.higher_is_better,
         ),
-        language=model_ref(language, revisions[0]),
-        vision=model_ref(vision, revisions[1]),
+        x=side_ref(x, revisions[0], reads[0]),
+        y=side_ref(y, revisions[1], reads[1]),
         dataset=dataset,
         score=chosen.score,
         layers=(rows[chosen.x_layer], cols[chosen.y_layer]),
@@ -154,8 +162,8 @@ def score_paired(
         extra={
             "inputs": inputs,
             "excluded_layers": {
-                "language": [i for i in range(shape[0]) if i not in rows],
-                "vision": [j for j in range(shape[1]) if j not in cols],
+                "x": [i for i in range(shape[0]) if i not in rows],
+                "y": [j for j in range(shape[1]) if j not in cols],
                 "why": f"constant across samples (relative spread <= {CONSTANT_RTOL:g})",
             },
             **rounding,

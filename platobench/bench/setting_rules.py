@@ -22,7 +22,7 @@ ZEROSHOT_METRIC = "zeroshot_matching"
 
 #: Fields only paired scoring reads (platobench.bench.scoring); a zero-shot setting must leave them at
 #: their defaults, since zero-shot scoring would silently ignore them.
-PAIRED_ONLY = ("caption_index", "params", "preprocess", "n_perm", "n_ci", "ci_fraction", "ci_level")
+PAIRED_ONLY = ("caption_index", "inputs", "params", "preprocess", "n_perm", "n_ci", "ci_fraction", "ci_level")
 
 
 def check_preprocess(mode: str) -> str:
@@ -38,10 +38,14 @@ def check_preprocess(mode: str) -> str:
 
 def check_dataset_kind(setting: Setting) -> None:
     """UserError when the setting's dataset is a text corpus (catalogue kind "corpus": no images to pair
-    with); names the catalogue does not hold are left to the run, which reports them."""
-    from platobench.data.catalog import CATALOG
+    with), or ids only (kind "ids") under a zero-shot setting; names the catalogue (and the datasets files in
+    force) does not hold are left to the run, which reports them."""
+    from platobench.data.catalog import entries
 
-    entry = CATALOG.get(setting.dataset)
+    entry = entries().get(setting.dataset)
+    if entry is not None and entry.info.kind == "ids" and setting.kind != "paired":
+        raise UserError(f"dataset {shown(setting.dataset)} holds sample ids only (kind ids, no labels); a "
+                        f"{setting.kind} setting needs a class dataset")
     if entry is not None and entry.info.kind == "corpus":
         raise UserError(f"dataset {shown(setting.dataset)} is a text corpus (kind corpus, no images); a "
                         f"{setting.kind} setting needs a paired or class dataset (`platobench data list`)")
@@ -52,6 +56,9 @@ def check_paired(setting: Setting) -> None:
     from platobench.metrics.registry import get_metric
 
     check_dataset_kind(setting)
+    if setting.inputs is not None and setting.caption_index != 0:
+        raise UserError(f"caption_index {setting.caption_index} and inputs {shown(list(setting.inputs))} both say "
+                        "which caption is read: name the caption in inputs only")
     metric = get_metric(setting.metric)
     try:
         metric.checked_params(setting.params)
@@ -83,7 +90,7 @@ def check_zeroshot(setting: Setting) -> None:
 
 def check_selection_fits(setting: Setting, shape: tuple[int, int], models: tuple[str, str]) -> None:
     """UserError unless `setting.selection` picks a cell of a [Lx, Ly] layer grid of `shape`, the layer
-    counts of the (language, vision) `models`: checked when jobs are planned, before any extraction."""
+    counts of the (x, y) `models`: checked when jobs are planned, before any extraction."""
     from platobench.metrics.selection import select_index
 
     try:

@@ -16,6 +16,7 @@ from pydantic import (
     Field,
     ValidationError,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
@@ -23,6 +24,8 @@ from platobench.bench.setting_rules import check_paired, check_preprocess, check
 from platobench.errors import UserError
 from platobench.files.ids import check_id, shown
 from platobench.files.yaml_safe import read_yaml
+
+Modality = Literal["text", "vision"]
 
 BUILTIN = Path(__file__).with_name("settings.yaml")
 SECTIONS = {"settings": "setting id", "groups": "setting group name", "pair_sets": "pair set name"}
@@ -39,7 +42,9 @@ Id = Annotated[str, AfterValidator(lambda v: check_id(v, "id"))]
 class Setting(BaseModel):
     """One measurement protocol: a dataset, a metric with parameters, preprocessing and layer selection.
 
-    kind "paired": `metric` is a registered metric whose `validate` accepts `params`; no `options`.
+    kind "paired": `metric` is a registered metric whose `validate` accepts `params`; no `options`. What
+    each side of a pair reads is `inputs` ([x input, y input] of "image" / "caption:<i>"); without it a
+    text model reads caption `caption_index` and a vision model the image, whatever the pair's modalities.
     kind "zeroshot": `metric` is "zeroshot_matching", its choices are `options`
     (`zeroshot_inputs.ZeroshotOptions`), and the paired-only fields (`setting_rules.PAIRED_ONLY`) stay
     at their defaults. Checked on construction (`setting_rules`); a violation is a ValidationError whose
@@ -52,6 +57,9 @@ class Setting(BaseModel):
     kind: Literal["paired", "zeroshot"] = "paired"
     dataset: Id
     caption_index: int = Field(default=0, ge=0, description="which caption of each sample (0: the first)")
+    inputs: tuple[str, str] | None = Field(
+        default=None, description="what the x and y models read: 'image' or 'caption:<i>' each (paired only); "
+        "two captions of one sample are two good views")
     metric: str
     params: dict[str, Any] = Field(default_factory=dict)
     preprocess: str = "none"  # a mode of platobench.metrics.preprocess
@@ -69,6 +77,33 @@ class Setting(BaseModel):
     def _preprocess(cls, value: str) -> str:
         return check_preprocess(value)
 
+    @field_validator("inputs")
+    @classmethod
+    def _inputs(cls, value: tuple[str, str] | None) -> tuple[str, str] | None:
+        from platobench.results.schema import check_input
+
+        if value is not None:
+            for v in value:
+                if v == "prompts":
+                    raise ValueError("'prompts' is what zero-shot settings read; a paired input is 'image' or 'caption:<i>'")
+                check_input(v)
+        return value
+
+    @model_serializer(mode="wrap")
+    def _omit_unset_inputs(self, handler: Any) -> dict[str, Any]:
+        """A setting without `inputs` dumps as it did before the field existed (records store the dump)."""
+        out = handler(self)
+        if out.get("inputs") is None:
+            out.pop("inputs", None)
+        return out
+
+    def input_for(self, side: int, modality: str) -> str:
+        """What side `side` (0: x, 1: y) reads when its model has `modality`: `inputs[side]`, else the
+        modality's default (the image, or caption `caption_index`)."""
+        if self.inputs is not None:
+            return self.inputs[side]
+        return "image" if modality == "vision" else f"caption:{self.caption_index}"
+
     @field_validator("selection")
     @classmethod
     def _selection(cls, value: str) -> str:
@@ -84,13 +119,28 @@ class Setting(BaseModel):
 
 
 class PairSet(BaseModel):
-    """Language models x vision models; entries are zoo names, zoo set names or globs."""
+    """The `x` models x the `y` models, of `modalities` (text x vision unless it says otherwise; each side
+    keeps only the models of its modality); entries are zoo names, zoo set names or globs, and a model is
+    paired with itself only with `self_pairs: true` (for settings whose two sides read two views, where the
+    self-pair measures how alike one model sees them). `language:` / `vision:` is the older spelling of a
+    text x vision set."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    language: list[str]
-    vision: list[str]
+    x: list[str]
+    y: list[str]
+    modalities: tuple[Modality, Modality] = ("text", "vision")
+    self_pairs: bool = False
     description: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _older_spelling(cls, data: Any) -> Any:
+        if isinstance(data, dict) and ("language" in data or "vision" in data):
+            if "x" in data or "y" in data or "modalities" in data:
+                raise ValueError("use either x / y (with modalities) or language / vision, not both")
+            data = {{"language": "x", "vision": "y"}.get(k, k): v for k, v in data.items()}
+        return data
 
 
 class SettingsFile(BaseModel):

@@ -206,16 +206,19 @@ def mock_pass(spec: ModelSpec, dataset: str = DEFAULT_PAIRED, *, caption_index: 
                       round(time.perf_counter() - t0, 3), flags)
 
 
-def references(spec: ModelSpec, pairs: str, catalog: Catalog, zoo: Zoo) -> list[ModelSpec]:
-    """The models a submission is scored against: the other modality's models of pair set (or explicit
-    pair list) `pairs`, in order."""
-    found: dict[str, ModelSpec] = {}
-    for lang, vis in resolve_pairs(pairs, catalog, zoo):
-        other = vis if spec.modality == "text" else lang
-        found.setdefault(other.name, other)
+def references(spec: ModelSpec, pairs: str, catalog: Catalog, zoo: Zoo) -> list[tuple[ModelSpec, int]]:
+    """What a submission is scored against: (model, the side the submission takes: 0 x, 1 y) for each
+    model paired, in pair set (or explicit pair list) `pairs`, with a model of the submission's modality
+    (the side of that modality; the x side when both are), in order."""
+    found: dict[str, tuple[ModelSpec, int]] = {}
+    for a, b in resolve_pairs(pairs, catalog, zoo):
+        if a.modality == spec.modality:
+            found.setdefault(b.name, (b, 0))
+        elif b.modality == spec.modality:
+            found.setdefault(a.name, (a, 1))
     found.pop(spec.name, None)
     if not found:
-        raise UserError(f"--pairs {pairs!r} gives no {'vision' if spec.modality == 'text' else 'language'} model to compare with")
+        raise UserError(f"--pairs {pairs!r} pairs no {spec.modality} model with anything to compare {spec.name} with")
     return list(found.values())
 
 
@@ -239,8 +242,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("file", type=Path, metavar="FILE.yaml", help="zoo file with the submitted model entry (or entries)")
     p.add_argument("--settings", default="demo",
                    help="setting ids or groups, comma-separated (default %(default)s: the offline demo group)")
-    p.add_argument("--pairs", default="demo", help="pair sets and/or 'LANG:VISION' pairs, comma-separated (their union), whose "
-                                          "references to score against (default demo)")
+    p.add_argument("--pairs", default="demo", help="pair sets and/or 'X:Y' pairs, comma-separated (their union): the submission "
+                                          "is scored against the models paired with one of its modality (default demo)")
     p.add_argument("--out", type=Path, default=Path("results"),
                    help="results folder the records are written to and whose peers they rank among (default ./results)")
     p.add_argument("--limit", type=int, default=None,
@@ -296,8 +299,8 @@ def _mock_and_score(args: argparse.Namespace, catalog: Catalog, settings: list[S
         if args.json:
             print(json.dumps(report, indent=1))
         return 0
-    jobs = [Job(s, spec, ref) if spec.modality == "text" else Job(s, ref, spec)
-            for spec in submitted for ref in references(spec, args.pairs, catalog, zoo) for s in settings]
+    jobs = [Job(s, spec, ref) if side == 0 else Job(s, ref, spec)
+            for spec in submitted for ref, side in references(spec, args.pairs, catalog, zoo) for s in settings]
     say(f"scoring {len(jobs)} pair x setting records -> {args.out}")
     opts = RunOptions(out=args.out, limit=args.limit, device=args.device, batch_size=args.batch_size,
                       progress=not args.json, encoder_timeout=args.encoder_timeout)
@@ -305,12 +308,11 @@ def _mock_and_score(args: argparse.Namespace, catalog: Catalog, settings: list[S
     records, contradictions = consistent_records(load_records(args.out))
     for problem in contradictions:
         say(problem)
-    produced = {record_path(args.out, j.setting.id, j.language.name, j.vision.name, args.limit) for j in jobs}
+    produced = {record_path(args.out, j.setting.id, j.x.name, j.y.name, args.limit) for j in jobs}
     mine = [load_record(p) for p in sorted(produced) if p.is_file()]
-    by_spec = {spec.name: [r for r in mine if spec.name in (r.language.name, r.vision.name)] for spec in submitted}
-    modality = {spec.name: spec.modality for spec in submitted}
+    by_spec = {spec.name: [r for r in mine if spec.name in (r.x.name, r.y.name)] for spec in submitted}
     report.update(run=summary.as_dict(), ranks={
-        name: standings(modality[name], records, rs) for name, rs in by_spec.items()
+        name: standings(name, records, rs) for name, rs in by_spec.items()
     })
     lonely = any(not row["peers"] for rows in report["ranks"].values() for row in rows)
     hint = no_peers_hint(args.out, peers_command(args), args.limit) if lonely else None
@@ -325,9 +327,9 @@ def _mock_and_score(args: argparse.Namespace, catalog: Catalog, settings: list[S
 
         for name, rs in by_spec.items():
             for r in rs:
-                board = board_records(modality[name], records, r)
+                board = board_records(name, records, r)
                 if len(board) > 1:  # a record alone has no board to show: its line below says so
-                    print(f"-- {name} vs {reference(r, modality[name])}: {len(board) - 1} peers on the same samples")
+                    print(f"-- {name} vs {reference(r, name)}: {len(board) - 1} peers on the same samples")
                     print_board(board)
         for name, rows in report["ranks"].items():
             for row in rows:

@@ -1,8 +1,8 @@
 """Where a submitted encoder ranks: each of its records among its *peers*, and the board they form.
 
 The peers of a submission record are the records of the results folder that measure another model against
-the same reference (the vision model for a text encoder, the language model for a vision encoder) under the
-same setting and metric, on the same samples (dataset name, fingerprint and n: a `--limit` run only meets
+the same reference (the record's other side), from the same side of a pair of the same modalities, under
+the same setting and metric, on the same samples (dataset name, fingerprint and n: a `--limit` run only meets
 records of the same limit). The board of a record is its peers plus the record, ranked and judged against
 the baselines among the peers (platobench/bench/terminal_board.py). A record without peers has no rank: the
 folder holds nothing to rank it against.
@@ -15,41 +15,48 @@ from typing import Any
 
 from platobench.bench.terminal_board import board_rows
 from platobench.leaderboard.boards import rank_records
+from platobench.leaderboard.order import board_name
 from platobench.results import ResultRecord
 
 
-def reference(record: ResultRecord, modality: str) -> str:
-    """The other side of a submission's record: the vision model for a text encoder, else the language model."""
-    return record.vision.name if modality == "text" else record.language.name
+def side_of(record: ResultRecord, name: str) -> int:
+    """The side (0: x, 1: y) the submitted model `name` takes in `record`."""
+    return 0 if record.x.name == name else 1
 
 
-def peers(record: ResultRecord, records: list[ResultRecord], modality: str) -> list[ResultRecord]:
+def reference(record: ResultRecord, name: str) -> str:
+    """The other side of submitted model `name`'s record: the model it is measured against."""
+    return record.sides[1 - side_of(record, name)].name
+
+
+def peers(record: ResultRecord, records: list[ResultRecord], name: str) -> list[ResultRecord]:
     """The records of `records` comparable with submission `record` (module doc), the record itself left out."""
-    ref = reference(record, modality)
+    side = side_of(record, name)
+    ref = record.sides[1 - side].name
     return [x for x in records
             if x.pair_id != record.pair_id and x.setting == record.setting and x.kind == record.kind
-            and x.metric == record.metric and reference(x, modality) == ref
+            and x.metric == record.metric and x.modalities == record.modalities and x.sides[1 - side].name == ref
             and (x.dataset.name, x.dataset.fingerprint, x.dataset.n)
             == (record.dataset.name, record.dataset.fingerprint, record.dataset.n)]
 
 
-def standings(modality: str, records: list[ResultRecord], mine: list[ResultRecord]) -> list[dict[str, Any]]:
-    """For each record of the submission: its rank among its peers in `records` (None without peers or
-    without a finite score), the board size `of` (peers + the record), the peer count and the board's rows."""
+def standings(name: str, records: list[ResultRecord], mine: list[ResultRecord]) -> list[dict[str, Any]]:
+    """For each record of submitted model `name`: its rank among its peers in `records` (None without peers
+    or without a finite score), the board size `of` (peers + the record), the peer count and the board's rows."""
     out = []
     for r in mine:
-        board = board_records(modality, records, r)
+        board = board_records(name, records, r)
         ranked = rank_records(board)
         rank = next(row.rank for row in ranked if row.record is r) if len(board) > 1 else None
-        out.append({"setting": r.setting, "reference": reference(r, modality), "score": r.score, "rank": rank,
+        out.append({"setting": r.setting, "reference": reference(r, name), "score": r.score, "rank": rank,
                     "of": len(board), "peers": len(board) - 1, "calibrated": r.calibrated, "n": r.dataset.n,
-                    "board": board_rows(board)[r.setting]})
+                    "board": board_rows(board)[board_name(r)]})
     return out
 
 
-def board_records(modality: str, records: list[ResultRecord], mine: ResultRecord) -> list[ResultRecord]:
-    """The board of submission record `mine`: its peers in `records` and the record."""
-    return [*peers(mine, records, modality), mine]
+def board_records(name: str, records: list[ResultRecord], mine: ResultRecord) -> list[ResultRecord]:
+    """The board of submitted model `name`'s record `mine`: its peers in `records` and the record."""
+    return [*peers(mine, records, name), mine]
 
 
 def rank_line(name: str, row: dict[str, Any], out: Path) -> str:

@@ -1,7 +1,8 @@
-"""The board that `run`, `submit` and `jepa compare` end with: one table per setting, settings in the
-leaderboard's order (platobench/leaderboard/order.py), sized for a terminal of about 120 columns.
+"""The board that `run`, `submit` and `jepa compare` end with: one table per setting and modality pair
+(`order.board_name`: "demo-mknn", "demo-mknn (vision x vision)"), in the leaderboard's order
+(platobench/leaderboard/order.py), sized for a terminal of about 120 columns.
 
-Columns: rank, language x vision, score, confidence interval, calibrated score, p-value, chosen layers and
+Columns: rank, the pair (x x y), score, confidence interval, calibrated score, p-value, chosen layers and
 the baseline verdict (platobench/leaderboard/baselines.py). A baseline model shows without its family and
 with a `*` ("bag-of-words*"). The p column is left out when every row has the same p (typically all at the
 permutation floor 1/(B+1)), and a note says so; a p at that floor shows as "≤0.010". The chance level and
@@ -33,7 +34,7 @@ from platobench.leaderboard.baselines import (
     verdicts,
 )
 from platobench.leaderboard.notes import fmt_p, p_at_floor, zeroshot_sentence
-from platobench.leaderboard.order import setting_key
+from platobench.leaderboard.order import board_name, record_key
 from platobench.leaderboard.ranks import tie_ranks
 from platobench.leaderboard.safe_text import one_line
 from platobench.results import NullRef, ResultRecord
@@ -73,15 +74,17 @@ def _sorted(records: list[ResultRecord]) -> list[ResultRecord]:
 
 
 def _by_setting(records: Iterable[ResultRecord]) -> dict[str, list[ResultRecord]]:
-    """setting -> its records, settings in the leaderboard's order (platobench/leaderboard/order.py)."""
+    """board name (`order.board_name`: setting and modality pair) -> its records, in the leaderboard's
+    order (platobench/leaderboard/order.py)."""
     by_setting: dict[str, list[ResultRecord]] = {}
     for r in records:
-        by_setting.setdefault(r.setting, []).append(r)
-    return dict(sorted(by_setting.items(), key=lambda kv: setting_key(kv[0], kv[1][0].kind, kv[1][0].metric.id)))
+        by_setting.setdefault(board_name(r), []).append(r)
+    return dict(sorted(by_setting.items(), key=lambda kv: record_key(kv[1][0])))
 
 
 def board_rows(records: Iterable[ResultRecord]) -> dict[str, list[dict[str, Any]]]:
-    """setting -> rows (best first) with every number, unrounded (the printed board shows fewer columns)."""
+    """board name (setting, and the modality pair when not text x vision) -> rows (best first) with every
+    number, unrounded (the printed board shows fewer columns)."""
     out: dict[str, list[dict[str, Any]]] = {}
     for setting, rs in _by_setting(records).items():
         verdict = verdicts(rs)
@@ -91,9 +94,9 @@ def board_rows(records: Iterable[ResultRecord]) -> dict[str, list[dict[str, Any]
         out[setting] = [
             {
                 "rank": rank,
-                "language": r.language.name,
-                "vision": r.vision.name,
-                "baseline": is_baseline(r.language.name) or is_baseline(r.vision.name),
+                "x": r.x.name,
+                "y": r.y.name,
+                "baseline": is_baseline(r.x.name) or is_baseline(r.y.name),
                 "score": r.score,
                 "ci": None if r.ci is None else [r.ci.lo, r.ci.hi],
                 "chance": r.chance,
@@ -151,15 +154,15 @@ def _sections(records: list[ResultRecord]) -> list[tuple[str, list[str], list[li
         )
         p_note = _p_note(rs)
         columns = [c for c in COLUMNS if c != "p" or p_note is None]
-        nulls = {(r.language.name, r.vision.name): r.null for r in rs}
+        nulls = {(r.x.name, r.y.name): r.null for r in rs}
         body = []
         for row in rows:
             ci = "-" if row["ci"] is None else f"[{row['ci'][0]:.3f}, {row['ci'][1]:.3f}]"
             layers = "-" if row["layers"] is None else f"{row['layers'][0]},{row['layers'][1]}"
             cells = {
-                "rank": str(row["rank"]), "pair": one_line(f"{_model(row['language'])} x {_model(row['vision'])}"),
+                "rank": str(row["rank"]), "pair": one_line(f"{_model(row['x'])} x {_model(row['y'])}"),
                 "score": _num(row["score"]), "ci": ci, "calib": _num(row["calibrated"]),
-                "p": _p_cell(nulls[(row["language"], row["vision"])]), "layers": layers,
+                "p": _p_cell(nulls[(row["x"], row["y"])]), "layers": layers,
                 "verdict": short_verdict(row["verdict"]),
             }
             body.append([cells[c] for c in columns])

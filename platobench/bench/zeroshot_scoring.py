@@ -8,7 +8,7 @@ Which layers (`Setting.selection`):
   last   (the default of every zs-* setting) the last layer of each model, the embedding a zero-shot
          classifier would use; nothing is chosen by looking at the labels, so the score is pair-free.
   i,j    fixed layer positions, likewise pair-free.
-  best   every (language layer, vision layer) pair is evaluated and the pair of highest mean top-1
+  best   every (text layer, vision layer) pair is evaluated and the pair of highest mean top-1
          is reported, with the whole grid and the last-layer score. Caveat: the choice uses the class
          labels of the very classes it is scored on, so it is no longer pair-free and is biased
          upwards (the max of Lx*Ly correlated draws exceeds 1/C even for unrelated models); no exact
@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from platobench.bench.scoring import model_ref
+from platobench.bench.scoring import side_ref
 from platobench.bench.settings import Setting
 from platobench.bench.zeroshot_inputs import PromptSet, ZeroshotOptions
 from platobench.errors import UserError
@@ -57,20 +57,21 @@ def _numpy(t: Any) -> np.ndarray:
 
 def score_zeroshot(
     setting: Setting,
-    language: ModelSpec,
-    vision: ModelSpec,
-    lang_layers: Sequence[torch.Tensor],
-    vis_layers: Sequence[torch.Tensor],
+    x: ModelSpec,
+    y: ModelSpec,
+    x_layers: Sequence[torch.Tensor],
+    y_layers: Sequence[torch.Tensor],
     dataset: DatasetRef,
     *,
     inputs: dict[str, Any],
     revisions: tuple[str | None, str | None] = (None, None),
+    reads: tuple[str, str] = ("prompts", "image"),
     labels: Sequence[int],
     prompts: PromptSet,
 ) -> ResultRecord:
-    """The record of zero-shot `setting` for one pair.
+    """The record of zero-shot `setting` for one text (`x`) x vision (`y`) pair.
 
-    lang_layers: per layer [P, D_l] embeddings of `prompts.texts` (P prompts); vis_layers: per layer
+    x_layers: per layer [P, D_l] embeddings of `prompts.texts` (P prompts); y_layers: per layer
     [M, D_l] embeddings of the class dataset's M images, whose class indices are `labels` [M].
     """
     t0 = time.perf_counter()
@@ -79,14 +80,14 @@ def score_zeroshot(
         raise UserError(
             f"setting {setting.id!r}: zero-shot matching l2-normalises embeddings itself; use preprocess none or l2"
         )
-    if not lang_layers or not vis_layers:
+    if not x_layers or not y_layers:
         raise UserError("zero-shot scoring needs at least one layer of each model")
-    if any(t.shape[0] != len(prompts) for t in lang_layers):
-        raise UserError(f"language features have {lang_layers[0].shape[0]} rows for {len(prompts)} prompts")
-    if any(t.shape[0] != len(labels) for t in vis_layers):
-        raise UserError(f"vision features have {vis_layers[0].shape[0]} rows for {len(labels)} labelled images")
-    texts = [prompts.per_class(_numpy(t)) for t in lang_layers]
-    images = [_numpy(t) for t in vis_layers]
+    if any(t.shape[0] != len(prompts) for t in x_layers):
+        raise UserError(f"language features have {x_layers[0].shape[0]} rows for {len(prompts)} prompts")
+    if any(t.shape[0] != len(labels) for t in y_layers):
+        raise UserError(f"vision features have {y_layers[0].shape[0]} rows for {len(labels)} labelled images")
+    texts = [prompts.per_class(_numpy(t)) for t in x_layers]
+    images = [_numpy(t) for t in y_layers]
     labels_arr = np.asarray(labels, dtype=np.int64)
 
     def evaluate(i: int, j: int) -> dict[str, Any]:
@@ -156,7 +157,7 @@ def score_zeroshot(
                    "(level = (S-1)/(S+1), the chance that another seed falls inside)",
         )
     extra.update(result["extra"])
-    extra["layers"] = {"language": pick[0], "vision": pick[1], "selection": setting.selection}
+    extra["layers"] = {"x": pick[0], "y": pick[1], "selection": setting.selection}
     if last != pick and last in cells:
         keys = ("top1", "top5", "correlation", "truth_correlation")
         extra["last_layers"] = {k: cells[last]["extra"][k] for k in keys}
@@ -175,8 +176,8 @@ def score_zeroshot(
                                   "per_class": opts.per_class},
             preprocess="l2", selection=setting.selection, higher_is_better=True,
         ),
-        language=model_ref(language, revisions[0]),
-        vision=model_ref(vision, revisions[1]),
+        x=side_ref(x, revisions[0], reads[0]),
+        y=side_ref(y, revisions[1], reads[1]),
         dataset=dataset,
         score=result["score"],
         layers=pick,

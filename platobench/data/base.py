@@ -94,7 +94,8 @@ def _rgb(image: Image.Image) -> Image.Image:
 
 @dataclass(frozen=True)
 class DatasetInfo:
-    """One catalogue line: `kind` is "paired", "class" or "corpus" (text only: `text_corpus.TextCorpus`); `source` says where the data comes from
+    """One catalogue line: `kind` is "paired", "class", "corpus" (text only: `text_corpus.TextCorpus`) or
+    "ids" (sample ids only, for precomputed embeddings: `IdsDataset`); `source` says where the data comes from
     (a Debian package or a hub dataset id); `offline` is True when no network is ever needed."""
 
     name: str
@@ -207,3 +208,20 @@ class ClassDataset(_Samples):
     def prompts(self, class_index: int) -> list[str]:
         """Every template filled with class `class_index`'s name."""
         return [t.replace("{}", self.class_names[class_index]) for t in self.templates]
+
+
+class IdsDataset(_Samples):
+    """Sample ids and nothing else: the samples of precomputed embeddings (`loader: features` entries), whose
+    images and texts are not here (galaxy images against their spectra, embedded elsewhere). Only a
+    features entry can read it; asking for an image or a caption is a UserError naming the dataset."""
+
+    def __init__(self, name: str, revision: str, ids: Sequence[str]) -> None:
+        super().__init__(name, revision, ids, self._no_image)
+
+    def _no_image(self, i: int) -> Image.Image:
+        raise UserError(f"dataset {self.name!r} holds sample ids only: it has no images (only `loader: features` "
+                        "zoo entries, which read their embeddings by id, can be measured on it)")
+
+    def captions(self, index: int = 0) -> list[str]:
+        raise UserError(f"dataset {self.name!r} holds sample ids only: it has no captions (only `loader: "
+                        "features` zoo entries, which read their embeddings by id, can be measured on it)")

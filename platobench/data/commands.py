@@ -65,6 +65,7 @@ def _list(args: argparse.Namespace) -> int:
 
 def _show(args: argparse.Namespace) -> int:
     from platobench.data import ClassDataset, TextCorpus, get_dataset, quality
+    from platobench.data.base import IdsDataset
     from platobench.data.catalog import licence_of, lookup
 
     if args.samples < 0:
@@ -81,6 +82,16 @@ def _show(args: argparse.Namespace) -> int:
         "source": info.source,
         "licence": licence_of(args.name),
     }
+    if isinstance(ds, IdsDataset):
+        out.update(kind="ids", samples=[{"id": i} for i in ds.ids[: args.samples]])
+        if args.json:
+            print(json.dumps(out, indent=2, ensure_ascii=False))
+            return 0
+        for key in ("name", "kind", "revision", "n", "fingerprint", "source", "licence"):
+            print(f"{key:17} {out[key]}")
+        print(f"{'ids':17} {', '.join(ds.ids[: max(args.samples, 0)])}{' ...' if len(ds) > args.samples else ''}")
+        print("(sample ids only: measured through `loader: features` zoo entries)")
+        return 0
     shown = []
     for i in range(min(args.samples, len(ds))):
         if isinstance(ds, ClassDataset):

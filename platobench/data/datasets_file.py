@@ -29,10 +29,15 @@ with `--datasets-file FILE` (repeatable), and `platobench.evaluate(datasets_file
         type: webdataset             # tar shards: <key>.jpg|png|... + <key>.txt (or .json, caption: json:<field>)
         shards: [./shards/*.tar]     # globs relative to this file, each sorted
         licence: CC-BY-4.0
+      my-galaxies:
+        type: ids                    # sample ids only: for `loader: features` entries (embeddings made elsewhere)
+        ids: ./galaxies.txt          # one id per line, or a .jsonl/.csv/.parquet manifest with `id_column`
+        licence: CC-BY-4.0
 
 Unknown keys are refused (with the closest key), every problem names file:line, a name may not shadow a
 built-in dataset or repeat. Revisions come from the content: a folder's manifest and files, a local parquet
-folder's files (`parquet:sha256:<16 hex>`), the shards' bytes, or a hub entry's pinned `revision`; a
+folder's files (`parquet:sha256:<16 hex>`), the shards' bytes, an ids file's bytes (`ids:sha256:<16 hex>`),
+or a hub entry's pinned `revision`; a
 manifest edit changes the fingerprint and every cache key built on it. A dataset that is missing or
 unreadable is one error naming it.
 """
@@ -49,7 +54,7 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, Field
 
 from platobench.data import catalog
-from platobench.data.base import ClassDataset, DatasetInfo, PairedDataset
+from platobench.data.base import ClassDataset, DatasetInfo, IdsDataset, PairedDataset
 from platobench.errors import UserError
 from platobench.files.ids import ID_PATTERN, ID_RULE, shown
 from platobench.files.yaml_lines import LineLoader, field_problem
@@ -121,11 +126,45 @@ class WebDatasetEntry(_Entry):
                               description="class sets: cls (the .cls member) or json:<field>")
 
 
-Spec = Annotated[FolderEntry | HubEntry | WebDatasetEntry, Field(discriminator="type")]
+class IdsEntry(_Entry):
+    """Sample ids only (`base.IdsDataset`), for precomputed embeddings: a text file of one id per line, or a
+    manifest (.jsonl, .csv, .parquet) whose `id_column` holds them, in order."""
+
+    type: Literal["ids"]
+    ids: str
+    id_column: str = "id"
+
+
+Spec = Annotated[FolderEntry | HubEntry | WebDatasetEntry | IdsEntry, Field(discriminator="type")]
 _ADAPTER: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(Spec)
 ALLOWED_KEYS = tuple(dict.fromkeys([*FolderEntry.model_fields, *HubEntry.model_fields,
-                                     *WebDatasetEntry.model_fields]))
-TYPES = ("folder", "hub", "webdataset")
+                                     *WebDatasetEntry.model_fields, *IdsEntry.model_fields]))
+TYPES = ("folder", "hub", "webdataset", "ids")
+
+
+def read_ids(name: str, path: Path, id_column: str) -> list[str]:
+    """The ids of an ids entry's file, in order: one per non-blank line of a text file, else the manifest's
+    `id_column`; UserError naming the dataset for a missing file, an empty id list or repeated ids."""
+    from platobench.data.folder import MANIFEST_SUFFIXES, read_manifest, refuse_duplicates
+
+    if not path.is_file():
+        raise UserError(f"dataset {name!r}: ids file {path} not found")
+    if path.suffix.lower() in MANIFEST_SUFFIXES:
+        rows = read_manifest(path)
+        missing = [i + 1 for i, r in enumerate(rows) if id_column not in r]
+        if missing:
+            raise UserError(f"dataset {name!r}: {path} has no {id_column!r} column in {len(missing)} row(s) "
+                            f"(first: row {missing[0]})")
+        ids = [str(r[id_column]).strip() for r in rows]
+    else:
+        try:
+            ids = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UserError(f"dataset {name!r}: ids file {path} cannot be read: {exc}") from exc
+    if not ids or not all(ids):
+        raise UserError(f"dataset {name!r}: {path} holds {'no ids' if not ids else 'an empty id'}")
+    refuse_duplicates(name, ids, ids, "an id")
+    return ids
 
 
 def _resolved(value: str, base: Path) -> Path:
@@ -156,8 +195,19 @@ def _shards(patterns: list[str], base: Path, name: str) -> list[Path]:
     return out
 
 
-def _builder(name: str, spec: FolderEntry | HubEntry | WebDatasetEntry, base: Path) -> Any:
+def _builder(name: str, spec: FolderEntry | HubEntry | WebDatasetEntry | IdsEntry, base: Path) -> Any:
     """build(name, limit) of the catalogue entry for `spec` (relative paths against `base`)."""
+    if isinstance(spec, IdsEntry):
+
+        def build_ids(name: str, limit: int | None) -> IdsDataset:
+            from platobench.files.digest import file_sha256
+
+            path = _resolved(spec.ids, base)
+            ids = read_ids(name, path, spec.id_column)
+            revision = f"ids:sha256:{file_sha256(path)[:16]}"
+            return IdsDataset(name, revision, ids if limit is None else ids[:limit])
+
+        return build_ids
     if isinstance(spec, WebDatasetEntry):
 
         def build_shards(name: str, limit: int | None) -> PairedDataset | ClassDataset:
@@ -235,7 +285,9 @@ def _checked_entry(name: str, raw: Any, path: Path, line: int) -> tuple[Any, lis
                             "(a commit sha or a tag)")
         if spec.kind == "paired" and spec.captions is None:
             problems.append(f"{where}: datasets[{name!r}]: field 'captions': a paired hub dataset needs its caption column")
-    if spec.kind == "class" and spec.label is None:
+    if isinstance(spec, IdsEntry) and spec.kind != "paired":
+        problems.append(f"{where}: datasets[{name!r}]: field 'kind': an ids dataset has no labels; leave kind out")
+    if spec.kind == "class" and spec.label is None and not isinstance(spec, IdsEntry):
         problems.append(f"{where}: datasets[{name!r}]: field 'label': a class dataset needs its label column")
     return (None if problems else spec), problems
 
@@ -271,11 +323,14 @@ def read_datasets_file(path: str | Path) -> dict[str, catalog.Entry]:
             source = f"folder:{_resolved(spec.root, path.parent)}"
         elif isinstance(spec, WebDatasetEntry):
             source = f"webdataset:{', '.join(spec.shards)}"
+        elif isinstance(spec, IdsEntry):
+            source = f"ids:{_resolved(spec.ids, path.parent)}"
         else:
             source = f"parquet:{_resolved(spec.repo, path.parent)}" if _local(spec.repo) else f"hub:{spec.repo}"
         revision = (spec.revision or "content hash") if isinstance(spec, HubEntry) else "content hash"
         offline = not isinstance(spec, HubEntry) or _local(spec.repo)
-        info = DatasetInfo(name, spec.kind, source, revision, offline, spec.description or f"from {path}")
+        kind = "ids" if isinstance(spec, IdsEntry) else spec.kind
+        info = DatasetInfo(name, kind, source, revision, offline, spec.description or f"from {path}")
         entries[name] = catalog.Entry(info, _builder(name, spec, path.parent), licence=spec.licence)
     if problems:
         head = problems[0] if len(problems) == 1 else f"{len(problems)} problems in datasets file {path}"

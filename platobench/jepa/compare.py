@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from platobench.bench.jobs import JobInputs, score_job
+from platobench.bench.jobs import JobInputs, SideInputs, score_job
 from platobench.bench.settings import Setting
 from platobench.data.base import PairedDataset
 from platobench.data.subset import paired_subset
@@ -120,12 +120,12 @@ def summarize(records: Sequence[ResultRecord], seeds: Sequence[int]) -> dict[str
         out[setting] = {
             "metric": rs[0].metric.id,
             "higher_is_better": rs[0].metric.higher_is_better,
-            "vision": rs[0].vision.name,
+            "vision": rs[0].y.name,
             "seeds": paired,
             "good": _spread([by_run[("good", s)] for s in paired]),
             "bad": _spread([by_run[("bad", s)] for s in paired]),
             "good_minus_bad": _spread([by_run[("good", s)] - by_run[("bad", s)] for s in paired]),
-            "others": {r.language.name: r.score for r in rs if "jepa_compare" not in r.extra},
+            "others": {r.x.name: r.score for r in rs if "jepa_compare" not in r.extra},
             "chance": rs[0].chance,
         }
     return out
@@ -193,7 +193,8 @@ def _score(
 ) -> ResultRecord:
     """The record of one pair on the held-out subset (`score_job`); a JEPA's carries `extra.jepa_compare`."""
     prompt = f"caption:{setting.caption_index}"
-    job_in = JobInputs(features.dataset, prompt, None, features.dataset, True, {})
+    ds = features.dataset
+    job_in = JobInputs(SideInputs(ds, prompt, None, prompt), SideInputs(ds, "image", None, "image"), ds, True, {})
     entries = (features(language, prompt), features(vision, "image"))
     return score_job(setting, language, vision, entries, job_in,
                      extra=None if extra is None else {"jepa_compare": extra})

@@ -66,10 +66,10 @@ def curve_sets(records: Iterable[ResultRecord], tag: str) -> dict[tuple[str, str
         info = r.extra.get(tag)
         if info is None:
             continue
-        key = (r.setting, r.vision.name)
-        cs = out.setdefault(key, CurveSet(r.setting, r.vision.name, r.metric.id, r.metric.higher_is_better, r.chance))
+        key = (r.setting, r.y.name)
+        cs = out.setdefault(key, CurveSet(r.setting, r.y.name, r.metric.id, r.metric.higher_is_better, r.chance))
         if info.get("control"):
-            cs.controls[r.language.name] = r.score
+            cs.controls[r.x.name] = r.score
         elif info["examples_seen"] == 0:
             cs.initial.setdefault(info["recipe"], {})[info["seed"]] = r.score
         else:

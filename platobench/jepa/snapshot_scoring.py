@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from platobench.bench.jobs import JobInputs, score_job
+from platobench.bench.jobs import SideInputs, score_job
 from platobench.bench.runner import job_inputs
 from platobench.bench.settings import Setting
 from platobench.errors import UserError
@@ -91,24 +91,22 @@ class SnapshotScorer:
         for setting in self.settings:  # every dataset is built (and a missing one reported) before training
             job_inputs(setting, self.limit, self._inputs)
 
-    def _entry(self, spec: ModelSpec, job_in: JobInputs) -> FeatureEntry:
-        data, prompt, texts = job_in.of(spec)
+    def _entry(self, spec: ModelSpec, side: SideInputs) -> FeatureEntry:
         entry, _ = extract(
-            spec, data, store=self.store, prompt=prompt, texts=texts, device=self.device,
+            spec, side.data, store=self.store, prompt=side.prompt, texts=side.texts, device=self.device,
             batch_size=self.batch_size, num_workers=self.workers, progress=False, home=self.home,
         )
         return entry
 
-    def _snapshot_entry(self, spec: ModelSpec, job_in: JobInputs) -> FeatureEntry:
+    def _snapshot_entry(self, spec: ModelSpec, side: SideInputs) -> FeatureEntry:
         """`_entry` of a snapshot, under `quiet_transformers`."""
         with quiet_transformers():
-            return self._entry(spec, job_in)
+            return self._entry(spec, side)
 
-    def _vision_entry(self, spec: ModelSpec, job_in: JobInputs) -> FeatureEntry:
-        data, prompt, _ = job_in.of(spec)
-        k = (spec.name, data.fingerprint, prompt)
+    def _vision_entry(self, spec: ModelSpec, side: SideInputs) -> FeatureEntry:
+        k = (spec.name, side.data.fingerprint, side.prompt)
         if k not in self._vision_entries:
-            self._vision_entries[k] = self._entry(spec, job_in)
+            self._vision_entries[k] = self._entry(spec, side)
         return self._vision_entries[k]
 
     def __call__(
@@ -155,9 +153,9 @@ class SnapshotScorer:
         written: list[ResultRecord] = []
         for setting in self.settings:
             job_in = job_inputs(setting, self.limit, self._inputs)
-            text_entry = self._snapshot_entry(spec, job_in) if snapshot else self._entry(spec, job_in)
+            text_entry = self._snapshot_entry(spec, job_in.x) if snapshot else self._entry(spec, job_in.x)
             for vision in self.vision:
-                record = score_job(setting, spec, vision, (text_entry, self._vision_entry(vision, job_in)),
+                record = score_job(setting, spec, vision, (text_entry, self._vision_entry(vision, job_in.y)),
                                    job_in, extra=extra | limit)
                 self.paths.append(str(write_record(self.out, record)))
                 written.append(record)

@@ -15,9 +15,9 @@ from platobench.leaderboard.boards import (
     family,
     finite,
     fmt,
-    language_summary,
     overview,
     rank_records,
+    x_summary,
 )
 from platobench.leaderboard.build import BuildSummary, build_leaderboard
 from platobench.leaderboard.csv_table import CSV_COLUMNS, csv_row, csv_text, write_csv
@@ -39,7 +39,7 @@ __all__ = [
     "family",
     "finite",
     "fmt",
-    "language_summary",
+    "x_summary",
     "load_paper_values",
     "overview",
     "rank_records",

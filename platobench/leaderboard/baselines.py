@@ -52,7 +52,7 @@ def is_baseline(model_name: str) -> bool:
 
 def is_baseline_record(record: ResultRecord) -> bool:
     """True when either side of the pair is a baseline."""
-    return is_baseline(record.language.name) or is_baseline(record.vision.name)
+    return is_baseline(record.x.name) or is_baseline(record.y.name)
 
 
 def _finite(value: float | None) -> bool:
@@ -143,7 +143,7 @@ def verdicts(records: Iterable[ResultRecord]) -> dict[str, str]:
 
 def _describe(r: ResultRecord) -> str:
     ci = f" [{r.ci.lo:.3f}, {r.ci.hi:.3f}]" if r.ci is not None else " (no CI)"
-    return f"{r.language.name} x {r.vision.name}, {r.score:.3f}{ci}"
+    return f"{r.x.name} x {r.y.name}, {r.score:.3f}{ci}"
 
 
 def board_sentence(records: Iterable[ResultRecord]) -> str:

@@ -1,12 +1,13 @@
 """The board model of the leaderboard: records grouped into boards and ranked, plus the cell formatting
 every renderer (Markdown, HTML, plots) shares. Renderers depend on this module, never the reverse.
 
-A *board* is every record of one setting measured on one sample set (same dataset fingerprint): scores are
-only ranked against scores of the same protocol on the same samples. Ranks are the ones the data can
+A *board* is every record of one setting measured on one sample set (same dataset fingerprint) with pairs of
+one modality pair (text x vision, vision x vision, text x text): scores are only ranked against scores of the
+same protocol on the same samples and inputs. Ranks are the ones the data can
 support (platobench/leaderboard/ranks.py): a record whose CI overlaps the CI of its tie group's leader shares
 the leader's rank, shown as "1=" (competition ranking: "1=, 1=, 3"); a record whose score is not finite is
-shown as missing and gets no rank. Aggregates never skip missing values: a language model that lacks a
-vision reference of its board has no mean (it shows as "missing (k/n)"), and a pair that lacks a setting
+shown as missing and gets no rank. Aggregates never skip missing values: an x model that lacks a
+y reference of its board has no mean (it shows as "missing (k/n)"), and a pair that lacks a setting
 shows as missing in the overview, never as a better mean.
 
 Baselines (zoo family `baseline/`, negative controls) stay in the ranked tables; every row carries its
@@ -23,7 +24,7 @@ from typing import Any
 from platobench.errors import UserError
 from platobench.leaderboard.baselines import board_sentence, is_baseline, verdicts
 from platobench.leaderboard.notes import MISSING, NOT_APPLICABLE, UNKNOWN, rank_labels
-from platobench.leaderboard.order import setting_key
+from platobench.leaderboard.order import DEFAULT_MODALITIES, modality_label, record_key
 from platobench.leaderboard.ranks import tie_ranks
 from platobench.results import ResultRecord
 
@@ -52,10 +53,14 @@ class Ranked:
 
 @dataclass
 class Board:
-    """Records of one setting on one sample set, best first."""
+    """Records of one setting on one sample set with one modality pair, best first."""
 
     setting: str
     rows: list[Ranked]
+
+    @property
+    def modalities(self) -> tuple[str, str]:
+        return self.first.modalities
 
     @property
     def first(self) -> ResultRecord:
@@ -63,8 +68,10 @@ class Board:
 
     @property
     def key(self) -> str:
-        """A short unique id: setting plus the first 8 hex digits of the dataset fingerprint."""
-        return f"{self.setting}@{self.first.dataset.fingerprint[:8]}"
+        """A short unique id: setting (with the modality pair unless text x vision: "demo-mknn.vision-vision")
+        plus the first 8 hex digits of the dataset fingerprint."""
+        pair = "" if self.modalities == DEFAULT_MODALITIES else "." + "-".join(self.modalities)
+        return f"{self.setting}{pair}@{self.first.dataset.fingerprint[:8]}"
 
     @property
     def anchor(self) -> str:
@@ -76,7 +83,8 @@ class Board:
     def title(self) -> str:
         d, m = self.first.dataset, self.first.metric
         direction = "higher is better" if m.higher_is_better else "lower is better"
-        return f"{self.setting} — {m.id} on {d.name} (n={d.n}, {direction})"
+        pair = "" if self.modalities == DEFAULT_MODALITIES else f" — {modality_label(self.modalities)}"
+        return f"{self.setting}{pair} — {m.id} on {d.name} (n={d.n}, {direction})"
 
     @property
     def verdicts(self) -> dict[str, str]:
@@ -89,13 +97,26 @@ class Board:
         return board_sentence([row.record for row in self.rows])
 
     @property
-    def vision_models(self) -> list[str]:
-        """The board's real vision models (the per-language means average over these; baselines excluded)."""
-        return sorted({r.record.vision.name for r in self.rows if not is_baseline(r.record.vision.name)})
+    def y_models(self) -> list[str]:
+        """The board's real y models (the per-x-model means average over these; baselines excluded)."""
+        return sorted({r.record.y.name for r in self.rows if not is_baseline(r.record.y.name)})
 
     @property
-    def language_models(self) -> list[str]:
-        return list(dict.fromkeys(r.record.language.name for r in self.rows))
+    def headers(self) -> tuple[str, str]:
+        """The names of the board's two model columns (`side_headers`)."""
+        return side_headers(self.modalities)
+
+    @property
+    def x_models(self) -> list[str]:
+        return list(dict.fromkeys(r.record.x.name for r in self.rows))
+
+
+def side_headers(modalities: tuple[str, str]) -> tuple[str, str]:
+    """The column names of a board's two model columns: "language model", "vision model" for text x vision
+    (as every board has been headed), "x: vision model", "y: vision model" for another modality pair."""
+    if modalities == DEFAULT_MODALITIES:
+        return "language model", "vision model"
+    return f"x: {modalities[0]} model", f"y: {modalities[1]} model"
 
 
 def rank_records(records: list[ResultRecord]) -> list[Ranked]:
@@ -108,7 +129,7 @@ def rank_records(records: list[ResultRecord]) -> list[Ranked]:
     if any(r.metric.higher_is_better != higher for r in records):
         raise UserError("cannot rank records whose metrics disagree on the direction (higher/lower is better)")
     scored = [r for r in records if finite(r.score)]
-    scored.sort(key=lambda r: (-r.score if higher else r.score, r.language.name, r.vision.name))
+    scored.sort(key=lambda r: (-r.score if higher else r.score, r.x.name, r.y.name))
     cis = [None if r.ci is None else (r.ci.lo, r.ci.hi) for r in scored]
     ranks = tie_ranks([r.score for r in scored], cis, higher)
     out = [Ranked(rank, r, label) for rank, r, label in zip(ranks, scored, rank_labels(ranks))]
@@ -116,34 +137,34 @@ def rank_records(records: list[ResultRecord]) -> list[Ranked]:
 
 
 def build_boards(records: list[ResultRecord]) -> list[Board]:
-    """Group records into boards (setting x dataset fingerprint), each ranked; the headline board first
-    (the order of platobench/leaderboard/order.py: mutual kNN paired settings, other paired settings,
-    zero-shot, stitching), then by setting id and fingerprint."""
-    groups: dict[tuple[str, str], list[ResultRecord]] = {}
+    """Group records into boards (setting x dataset fingerprint x modality pair), each ranked; the
+    headline board first (the order of platobench/leaderboard/order.py: mutual kNN paired settings, other
+    paired settings, zero-shot, stitching; text x vision before the setting's other modality pairs), then
+    by setting id and fingerprint."""
+    groups: dict[tuple[str, str, tuple[str, str]], list[ResultRecord]] = {}
     for r in records:
-        groups.setdefault((r.setting, r.dataset.fingerprint), []).append(r)
-    ordered = sorted(groups.items(), key=lambda item: (
-        setting_key(item[0][0], item[1][0].kind, item[1][0].metric.id), item[0][1]))
-    return [Board(setting, rank_records(rs)) for (setting, _), rs in ordered]
+        groups.setdefault((r.setting, r.dataset.fingerprint, r.modalities), []).append(r)
+    ordered = sorted(groups.items(), key=lambda item: (record_key(item[1][0]), item[0][1]))
+    return [Board(setting, rank_records(rs)) for (setting, _, _), rs in ordered]
 
 
-def language_summary(board: Board) -> list[dict[str, Any]]:
-    """Per language model of a board: its score against each real vision model of the board and the mean
-    over them (baseline vision models are left out, so a control never enters a real model's mean). The
-    mean is None (missing) unless every such vision model has a finite score; rows with a mean are ranked,
-    the others follow unranked."""
-    vision = board.vision_models
+def x_summary(board: Board) -> list[dict[str, Any]]:
+    """Per x model of a board: its score against each real y model of the board and the mean over them
+    (baseline y models are left out, so a control never enters a real model's mean). The mean is None
+    (missing) unless every such y model has a finite score; rows with a mean are ranked, the others follow
+    unranked."""
+    vision = board.y_models
     higher = board.first.metric.higher_is_better
     scores: dict[str, dict[str, float]] = {}
     for row in board.rows:
         if finite(row.record.score):
-            scores.setdefault(row.record.language.name, {})[row.record.vision.name] = row.record.score
+            scores.setdefault(row.record.x.name, {})[row.record.y.name] = row.record.score
     rows = []
-    for lang in board.language_models:
+    for lang in board.x_models:
         got = scores.get(lang, {})
         complete = bool(vision) and all(v in got for v in vision)
         rows.append({
-            "language": lang, "scores": {v: got.get(v) for v in vision},
+            "x": lang, "scores": {v: got.get(v) for v in vision},
             "mean": sum(got[v] for v in vision) / len(vision) if complete else None,
             "present": sum(v in got for v in vision), "expected": len(vision),
         })
@@ -157,15 +178,16 @@ def language_summary(board: Board) -> list[dict[str, Any]]:
 
 
 def overview(records: list[ResultRecord]) -> tuple[list[str], list[dict[str, Any]]]:
-    """Every (language, vision) pair x every setting: (settings, rows of {language, vision, scores}) where
-    a setting the pair was not measured under (or whose score is not finite) is None — shown as missing."""
+    """Every (x, y) pair x every setting: (settings, rows of {x, y, modalities, scores}) where a setting the
+    pair was not measured under (or whose score is not finite) is None — shown as missing."""
     settings = sorted({r.setting for r in records})
     pairs: dict[tuple[str, str], dict[str, float | None]] = {}
     for r in records:
-        pairs.setdefault((r.language.name, r.vision.name), {})[r.setting] = r.score if finite(r.score) else None
+        pairs.setdefault((r.x.name, r.y.name), {})[r.setting] = r.score if finite(r.score) else None
+    kinds = {(r.x.name, r.y.name): r.modalities for r in records}
     rows = [
-        {"language": a, "vision": b, "scores": {s: got.get(s) for s in settings}}
-        for (a, b), got in sorted(pairs.items())
+        {"x": a, "y": b, "modalities": kinds[(a, b)], "scores": {s: got.get(s) for s in settings}}
+        for (a, b), got in sorted(pairs.items(), key=lambda kv: (kinds[kv[0]] != DEFAULT_MODALITIES, kinds[kv[0]], kv[0]))
     ]
     return settings, rows
 

@@ -11,14 +11,15 @@ from typing import Any
 from platobench.files.atomic import atomic_write_text
 from platobench.leaderboard.baselines import is_baseline
 from platobench.leaderboard.boards import Board, family
+from platobench.leaderboard.order import modality_label
 from platobench.leaderboard.safe_text import csv_cell
 from platobench.results import ResultRecord
 
 CSV_COLUMNS = (
-    "setting", "dataset", "n", "dataset_fingerprint", "rank", "language", "vision", "language_family",
-    "vision_family", "language_kind", "vision_kind", "is_baseline", "verdict", "metric", "higher_is_better", "score", "calibrated",
-    "ci_lo", "ci_hi", "ci_level", "p_value", "null_mean", "chance", "layer_language", "layer_vision",
-    "last_layer_score", "params_language_m", "params_vision_m", "schema_version", "platobench_version",
+    "setting", "modalities", "dataset", "n", "dataset_fingerprint", "rank", "x", "y", "x_input", "y_input",
+    "x_family", "y_family", "x_kind", "y_kind", "is_baseline", "verdict", "metric", "higher_is_better", "score",
+    "calibrated", "ci_lo", "ci_hi", "ci_level", "p_value", "null_mean", "chance", "layer_x", "layer_y",
+    "last_layer_score", "params_x_m", "params_y_m", "schema_version", "platobench_version",
     "git_sha", "created",
 )
 
@@ -27,20 +28,19 @@ def board_row(rank: int | None, r: ResultRecord, verdict: str = "") -> dict[str,
     """One board row of record `r`, keys `CSV_COLUMNS`, absent values None; `verdict` is the record's
     verdict against its board's strongest baseline."""
     return {
-        "setting": r.setting, "dataset": r.dataset.name, "n": r.dataset.n, "dataset_fingerprint": r.dataset.fingerprint,
-        "rank": rank, "language": r.language.name, "vision": r.vision.name,
-        "language_family": family(r.language.name), "vision_family": family(r.vision.name),
-        "language_kind": r.language.kind, "vision_kind": r.vision.kind,
-        "is_baseline": is_baseline(r.language.name) or is_baseline(r.vision.name), "verdict": verdict,
+        "setting": r.setting, "modalities": modality_label(r.modalities), "dataset": r.dataset.name, "n": r.dataset.n, "dataset_fingerprint": r.dataset.fingerprint,
+        "rank": rank, "x": r.x.name, "y": r.y.name, "x_input": r.x.input, "y_input": r.y.input,
+        "x_family": family(r.x.name), "y_family": family(r.y.name), "x_kind": r.x.kind, "y_kind": r.y.kind,
+        "is_baseline": is_baseline(r.x.name) or is_baseline(r.y.name), "verdict": verdict,
         "metric": r.metric.id, "higher_is_better": r.metric.higher_is_better, "score": r.score,
         "calibrated": r.calibrated,
         "ci_lo": None if r.ci is None else r.ci.lo, "ci_hi": None if r.ci is None else r.ci.hi,
         "ci_level": None if r.ci is None else r.ci.level, "p_value": None if r.null is None else r.null.p_value,
         "null_mean": None if r.null is None else r.null.mean, "chance": r.chance,
-        "layer_language": None if r.layers is None else r.layers[0],
-        "layer_vision": None if r.layers is None else r.layers[1],
+        "layer_x": None if r.layers is None else r.layers[0],
+        "layer_y": None if r.layers is None else r.layers[1],
         "last_layer_score": r.last_layer_score,
-        "params_language_m": r.language.params_m, "params_vision_m": r.vision.params_m,
+        "params_x_m": r.x.params_m, "params_y_m": r.y.params_m,
         "schema_version": r.schema_version, "platobench_version": r.platobench_version, "git_sha": r.git_sha,
         "created": r.created,
     }

@@ -34,8 +34,8 @@ from platobench.leaderboard.boards import (
     finite,
     fmt,
     fmt_params,
-    language_summary,
     overview,
+    x_summary,
 )
 from platobench.leaderboard.notes import (
     MISSING,
@@ -45,16 +45,25 @@ from platobench.leaderboard.notes import (
     p_floor_sentence,
     zeroshot_sentence,
 )
+from platobench.leaderboard.order import DEFAULT_MODALITIES, modality_label
 from platobench.leaderboard.stitch_table import SAMPLE_HEADER, STITCH_HEADER, StitchSection, stitch_section
 from platobench.results import ResultRecord
 
 COLUMNS = [  # key, header, kind ("num" sorts numerically, "text" alphabetically)
-    ("rank", "rank", "num"), ("language", "language model", "text"), ("vision", "vision model", "text"),
+    ("rank", "rank", "num"), ("x", "language model", "text"), ("y", "vision model", "text"),
     ("score", "score", "num"), ("calibrated", "calibrated", "num"), ("ci", "CI", "num"), ("p", "p", "num"),
     ("null_mean", "null mean", "num"), ("chance", "chance", "num"), ("layers", "layers (L, V)", "text"),
-    ("params_language", "params L", "num"), ("params_vision", "params V", "num"),
+    ("params_x", "params L", "num"), ("params_y", "params V", "num"),
     ("verdict", "verdict vs baselines", "text"),
 ]
+
+
+def board_headers(board: Board) -> dict[str, str]:
+    """The headers of COLUMNS that a board of another modality pair than text x vision names otherwise."""
+    if board.modalities == DEFAULT_MODALITIES:
+        return {}
+    head_x, head_y = board.headers
+    return {"x": head_x, "y": head_y, "layers": "layers (x, y)", "params_x": "params x", "params_y": "params y"}
 # Columns in the metric's units: their first click sorts best first (descending when higher is better).
 METRIC_COLUMNS = ("score", "calibrated", "ci", "null_mean", "chance")
 
@@ -93,23 +102,23 @@ def _row(row: Ranked, verdict: str = "") -> dict[str, Any]:
     null_mean = r.null.mean if r.null is not None else None
     ci_end = None if r.ci is None else r.ci.lo if r.metric.higher_is_better else r.ci.hi
     cells = {
-        "rank": row.label, "language": _name_cell(r.language.name),
-        "vision": _name_cell(r.vision.name), "score": fmt(r.score), "calibrated": fmt(r.calibrated),
+        "rank": row.label, "x": _name_cell(r.x.name),
+        "y": _name_cell(r.y.name), "score": fmt(r.score), "calibrated": fmt(r.calibrated),
         "ci": f"[{r.ci.lo:.3f}, {r.ci.hi:.3f}]" if r.ci is not None else MISSING, "p": fmt_p(r.null),
         "null_mean": fmt(null_mean), "chance": fmt(r.chance), "layers": layers,
-        "params_language": fmt_params(r.language.params_m, r.language.name),
-        "params_vision": fmt_params(r.vision.params_m, r.vision.name), "verdict": esc(verdict),
+        "params_x": fmt_params(r.x.params_m, r.x.name),
+        "params_y": fmt_params(r.y.params_m, r.y.name), "verdict": esc(verdict),
     }
     sort = {
-        "rank": row.rank, "language": r.language.name, "vision": r.vision.name, "score": _num(r.score),
+        "rank": row.rank, "x": r.x.name, "y": r.y.name, "score": _num(r.score),
         "calibrated": _num(r.calibrated), "ci": _num(ci_end), "p": _num(p), "null_mean": _num(null_mean),
-        "chance": _num(r.chance), "layers": layers if r.layers is not None else None, "params_language": _num(r.language.params_m),
-        "params_vision": _num(r.vision.params_m), "verdict": verdict or None,
+        "chance": _num(r.chance), "layers": layers if r.layers is not None else None, "params_x": _num(r.x.params_m),
+        "params_y": _num(r.y.params_m), "verdict": verdict or None,
     }
     return {
-        "language": esc(r.language.name), "vision": esc(r.vision.name), "cells": cells, "sort": sort,
-        "families": sorted({family(r.language.name), family(r.vision.name)}),
-        "baseline": is_baseline(r.language.name) or is_baseline(r.vision.name),
+        "x": esc(r.x.name), "y": esc(r.y.name), "cells": cells, "sort": sort,
+        "families": sorted({family(r.x.name), family(r.y.name)}),
+        "baseline": is_baseline(r.x.name) or is_baseline(r.y.name),
     }
 
 
@@ -175,14 +184,14 @@ def render(boards: list[Board], records: list[ResultRecord], paper: list[dict[st
     data = {
         "columns": COLUMNS,
         "boards": [
-            {"id": f"board-{i}", "first": first_directions(b.first.metric.higher_is_better),
+            {"id": f"board-{i}", "first": first_directions(b.first.metric.higher_is_better), "headers": board_headers(b),
              "rows": [_row(row, got.get(row.record.pair_id, "")) for row in b.rows]}
             for i, b in enumerate(boards) for got in [b.verdicts]
         ],
     }
     # JSON inside <script>: escaping '<' keeps "</script>" or "<!--" in a model name from ending the block.
     payload = json.dumps(data).replace("<", "\\u003c")
-    families = sorted({f for r in records for f in (family(r.language.name), family(r.vision.name))})
+    families = sorted({f for r in records for f in (family(r.x.name), family(r.y.name))})
     options = "".join(f'<option value="{html.escape(f)}">{html.escape(f)}</option>' for f in families)
     parts = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">', "<title>platobench leaderboard</title>",
@@ -209,21 +218,25 @@ def render(boards: list[Board], records: list[ResultRecord], paper: list[dict[st
                   *([f'<p class="note">{html.escape(zs_note)}</p>'] if zs_note else []),
                   f'<p class="verdict">{html.escape(stitched.sentence if stitched else b.sentence)}</p>',
                   *_stitch_parts(stitched)]
-        vision = b.vision_models
+        vision = b.y_models
         if len(vision) > 1:
-            parts.append(f"<p>Per language model, mean over the {len(vision)} vision models of this board:</p>")
-            parts.append(_static_table(["rank", "language model", *vision, "mean"], [(
-                [str(s["rank"]) if s["rank"] is not None else MISSING, s["language"],
+            per = (("language model", "vision models") if b.modalities == DEFAULT_MODALITIES
+                   else ("x model", "y models"))
+            parts.append(f"<p>Per {per[0]}, mean over the {len(vision)} {per[1]} of this board:</p>")
+            parts.append(_static_table(["rank", b.headers[0], *vision, "mean"], [(
+                [str(s["rank"]) if s["rank"] is not None else MISSING, s["x"],
                  *[fmt(s["scores"][v]) for v in vision],
                  fmt(s["mean"]) if s["mean"] is not None else f"{MISSING} ({s['present']}/{s['expected']})"],
-                [family(s["language"])],
-            ) for s in language_summary(b)]))
+                [family(s["x"])],
+            ) for s in x_summary(b)]))
         parts += _plot_parts(b.anchor, per_board.get(b.key))
     if len(settings) > 1:
         parts.append(f'<h2 id="{OVERVIEW_ANCHOR}">Overview: every pair under every setting</h2>')
-        parts.append(_static_table(["language model", "vision model", *settings], [(
-            [r["language"], r["vision"], *[fmt(r["scores"][s]) for s in settings]],
-            sorted({family(r["language"]), family(r["vision"])}),
+        mixed = any(r["modalities"] != DEFAULT_MODALITIES for r in rows)
+        heads = ["x model", "y model", "modalities"] if mixed else ["language model", "vision model"]
+        parts.append(_static_table([*heads, *settings], [(
+            [r["x"], r["y"], *([modality_label(r["modalities"])] if mixed else []), *[fmt(r["scores"][s]) for s in settings]],
+            sorted({family(r["x"]), family(r["y"])}),
         ) for r in rows]))
     parts += [
         f'<h2 id="{PAPERS_ANCHOR}">Reported by papers (not measured here)</h2>',

@@ -22,8 +22,8 @@ from platobench.leaderboard.boards import (
     fmt_ci,
     fmt_layers,
     fmt_params,
-    language_summary,
     overview,
+    x_summary,
 )
 from platobench.leaderboard.notes import (
     MISSING,
@@ -33,6 +33,7 @@ from platobench.leaderboard.notes import (
     p_floor_sentence,
     zeroshot_sentence,
 )
+from platobench.leaderboard.order import DEFAULT_MODALITIES, modality_label
 from platobench.leaderboard.safe_text import md_text
 from platobench.leaderboard.stitch_table import SAMPLE_HEADER, STITCH_HEADER, StitchSection, stitch_section
 from platobench.results import ResultRecord
@@ -132,14 +133,16 @@ def readme(boards: list[Board], records: list[ResultRecord], paper: list[dict[st
     for board in boards:
         lines += [f"## {md_text(board.title)}{anchor_tag(board.anchor)}", ""]
         got = board.verdicts
+        head_x, head_y = board.headers
+        params_head = "params (L / V)" if board.modalities == DEFAULT_MODALITIES else "params (x / y)"
         lines += _md_table(
-            ["rank", "language model", "vision model", "score", "calibrated", "CI", "p", "null mean", "chance",
-             "layers", "params (L / V)", "verdict"],
+            ["rank", head_x, head_y, "score", "calibrated", "CI", "p", "null mean", "chance",
+             "layers", params_head, "verdict"],
             [[
-                row.label, model_cell(r.language.name), model_cell(r.vision.name), fmt(r.score), fmt(r.calibrated),
+                row.label, model_cell(r.x.name), model_cell(r.y.name), fmt(r.score), fmt(r.calibrated),
                 fmt_ci(r), fmt_p(r.null), fmt(r.null.mean if r.null else None),
                 fmt(r.chance), fmt_layers(r),
-                f"{fmt_params(r.language.params_m, r.language.name)} / {fmt_params(r.vision.params_m, r.vision.name)}",
+                f"{fmt_params(r.x.params_m, r.x.name)} / {fmt_params(r.y.params_m, r.y.name)}",
                 got.get(r.pair_id, ""),
             ] for row in board.rows for r in [row.record]],
         )
@@ -152,24 +155,28 @@ def readme(boards: list[Board], records: list[ResultRecord], paper: list[dict[st
         sentence = stitched.sentence if stitched is not None else board.sentence
         lines += [md_text(sentence, brackets=False)]  # its CI "[lo, hi]" stays as written
         lines += stitch_lines(stitched)
-        vision = board.vision_models
+        vision = board.y_models
         if len(vision) > 1:
-            lines += ["", f"Per language model, mean over the {len(vision)} vision models of this board:", ""]
+            per = (("language model", "vision models") if board.modalities == DEFAULT_MODALITIES
+                   else ("x model", "y models"))
+            lines += ["", f"Per {per[0]}, mean over the {len(vision)} {per[1]} of this board:", ""]
             lines += _md_table(
-                ["rank", "language model", *[model_cell(v) for v in vision], "mean"],
+                ["rank", head_x, *[model_cell(v) for v in vision], "mean"],
                 [[
-                    str(s["rank"]) if s["rank"] is not None else MISSING, model_cell(s["language"]),
+                    str(s["rank"]) if s["rank"] is not None else MISSING, model_cell(s["x"]),
                     *[fmt(s["scores"][v]) for v in vision],
                     fmt(s["mean"]) if s["mean"] is not None else f"{MISSING} ({s['present']}/{s['expected']})",
-                ] for s in language_summary(board)],
+                ] for s in x_summary(board)],
             )
         lines += plot_lines(per_board.get(board.key))
         lines.append("")
     if len(settings) > 1:
         lines += [f"## Overview: every pair under every setting{anchor_tag(OVERVIEW_ANCHOR)}", ""]
-        lines += _md_table(["language model", "vision model", *map(md_text, settings)],
-                           [[model_cell(r["language"]), model_cell(r["vision"]), *[fmt(r["scores"][s]) for s in settings]]
-                            for r in rows])
+        mixed = any(r["modalities"] != DEFAULT_MODALITIES for r in rows)
+        heads = ["x model", "y model", "modalities"] if mixed else ["language model", "vision model"]
+        lines += _md_table([*heads, *map(md_text, settings)],
+                           [[model_cell(r["x"]), model_cell(r["y"]), *([modality_label(r["modalities"])] if mixed else []),
+                             *[fmt(r["scores"][s]) for s in settings]] for r in rows])
         lines.append("")
     lines += [
         f"## Reported by papers (not measured here){anchor_tag(PAPERS_ANCHOR)}",

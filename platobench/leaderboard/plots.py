@@ -87,8 +87,8 @@ def heatmap(record: ResultRecord, path: Path) -> None:
         chosen = f" — red star: {record.metric.selection} {record.score:.3f}"
     ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
     ax.yaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
-    ax.set_xlabel(_text(f"{_short(record.vision.name)} layer"))
-    ax.set_ylabel(_text(f"{_short(record.language.name)} layer"))
+    ax.set_xlabel(_text(f"{_short(record.y.name)} layer"))
+    ax.set_ylabel(_text(f"{_short(record.x.name)} layer"))
     ax.set_title(_text(f"{record.setting} (n={record.dataset.n}){chosen}"), fontsize=8)
     _save(fig, path, tight=False)
 
@@ -200,7 +200,7 @@ def _baselines(ax: Any, flat: list[ResultRecord], x_label: float) -> list[Any]:
     higher = flat[0].metric.higher_is_better
     scores: dict[str, list[float]] = {}
     for r in flat:
-        scores.setdefault(r.language.name, []).append(r.score)
+        scores.setdefault(r.x.name, []).append(r.score)
     best = {name: (max(v) if higher else min(v)) for name, v in scores.items()}
     for name, values in scores.items():
         ax.axhline(best[name], color="dimgrey", linestyle=":", linewidth=1.2)
@@ -219,7 +219,7 @@ def _baselines(ax: Any, flat: list[ResultRecord], x_label: float) -> list[Any]:
 def has_size(record: ResultRecord) -> bool:
     """The record's language model has a parameter count a log axis can place (finite and > 0; records
     are validated so, this guards records built without validation)."""
-    size = record.language.params_m
+    size = record.x.params_m
     return size is not None and bool(np.isfinite(size)) and size > 0
 
 
@@ -232,33 +232,33 @@ def size_figure(records: list[ResultRecord]) -> tuple[Figure | None, list[str]]:
     the permutation-null mean are drawn as reference lines and the y range holds them and every CI end
     (`y_limits`). Returns (the figure, or None when no point remains; names of language models left out
     because their record has no usable parameter count, `has_size`, or no finite score)."""
-    flat = [r for r in records if is_baseline(r.language.name) and np.isfinite(r.score)]
-    records_real = [r for r in records if not is_baseline(r.language.name)]
-    left_out = sorted({r.language.name for r in records_real if not has_size(r) or not np.isfinite(r.score)})
+    flat = [r for r in records if is_baseline(r.x.name) and np.isfinite(r.score)]
+    records_real = [r for r in records if not is_baseline(r.x.name)]
+    left_out = sorted({r.x.name for r in records_real if not has_size(r) or not np.isfinite(r.score)})
     plotted = sorted(
         (r for r in records_real if has_size(r) and np.isfinite(r.score)),
-        key=lambda r: (r.vision.name, r.language.kind or "?", r.language.params_m, r.score, r.language.name),
+        key=lambda r: (r.y.name, r.x.kind or "?", r.x.params_m, r.score, r.x.name),
     )
     if not plotted:
         return None, left_out
     fig = Figure(figsize=(10, 4.8), layout="constrained")
     ax = fig.subplots()
-    colours = {v: f"C{i % 10}" for i, v in enumerate(sorted({r.vision.name for r in plotted}))}
+    colours = {v: f"C{i % 10}" for i, v in enumerate(sorted({r.y.name for r in plotted}))}
     for j, (vision, colour) in enumerate(colours.items()):
         dodge = 10 ** (DODGE_DECADES * (j - (len(colours) - 1) / 2))
-        mine = [r for r in plotted if r.vision.name == vision]
-        llm = sorted((r.language.params_m * dodge, r.score) for r in mine if r.language.kind == "causal_lm")
+        mine = [r for r in plotted if r.y.name == vision]
+        llm = sorted((r.x.params_m * dodge, r.score) for r in mine if r.x.kind == "causal_lm")
         if llm:
             ax.plot([x for x, _ in llm], [y for _, y in llm], color=colour, alpha=0.6,
                     linestyle="--" if is_baseline(vision) else "-")
         for r in mine:
-            marker, size = kind_marker(r.language.kind or "?")
-            ax.errorbar(r.language.params_m * dodge, r.score, yerr=_error(r), marker=marker,
+            marker, size = kind_marker(r.x.kind or "?")
+            ax.errorbar(r.x.params_m * dodge, r.score, yerr=_error(r), marker=marker,
                         color=colour, markersize=size, capsize=3, elinewidth=1)
     handles = [Line2D([], [], color=c, label=_text(_short(v)), linestyle="--" if is_baseline(v) else "-")
                for v, c in colours.items()]
     handles += [Line2D([], [], color="grey", marker=kind_marker(k)[0], linestyle="none",
-                       label=_text(_short(k))) for k in sorted({r.language.kind or "?" for r in plotted})]
+                       label=_text(_short(k))) for k in sorted({r.x.kind or "?" for r in plotted})]
     shown = plotted + flat
     handles += _references(ax, shown)
     ends = [e for r in shown if r.ci is not None for e in (r.ci.lo, r.ci.hi)]
@@ -266,13 +266,13 @@ def size_figure(records: list[ResultRecord]) -> tuple[Figure | None, list[str]]:
     first = records[0]
     ax.set_ylim(*y_limits([r.score for r in shown] + ends + refs, first.metric.id))
     ax.set_xscale("log")
-    sizes = [r.language.params_m for r in plotted]
+    sizes = [r.x.params_m for r in plotted]
     room = 2.2 if flat else 1.0  # space right of the points for the baselines' labels
     ax.set_xlim(min(sizes) / 1.25, max(sizes) * 1.25 * room)
     handles += _baselines(ax, flat, max(sizes) * 1.3)
     lo, hi = ax.get_xlim()
     px_per_decade = 0.65 * fig.get_figwidth() * 100 / np.log10(hi / lo)  # the axes take about 65% of the width
-    ticks, labels = _size_ticks([(r.language.params_m, _text(_short(r.language.name))) for r in plotted],
+    ticks, labels = _size_ticks([(r.x.params_m, _text(_short(r.x.name))) for r in plotted],
                                 TICK_MIN_PX / px_per_decade)
     ax.xaxis.set_minor_locator(NullLocator())
     ax.set_xticks(ticks, labels, rotation=40, ha="right", rotation_mode="anchor", fontsize=7)
@@ -299,20 +299,20 @@ def llm_vs_jepa_figure(records: list[ResultRecord]) -> Figure | None:
     model and vision model and the record's CI as its error bar, on a shared y axis; None unless both
     kinds are present."""
     panels = {  # titles "LLMs (causal_lm)", "text JEPAs (text_jepa)"
-        f"{KINDS[kind].family} ({kind})": [r for r in records if r.language.kind == kind and np.isfinite(r.score)]
+        f"{KINDS[kind].family} ({kind})": [r for r in records if r.x.kind == kind and np.isfinite(r.score)]
         for kind in ("causal_lm", "text_jepa")
     }
     if not all(panels.values()):
         return None
-    vision = sorted({r.vision.name for rs in panels.values() for r in rs})
-    widths = [len({r.language.name for r in rs}) for rs in panels.values()]
+    vision = sorted({r.y.name for rs in panels.values() for r in rs})
+    widths = [len({r.x.name for r in rs}) for rs in panels.values()]
     fig = Figure(figsize=(3 + 1.1 * sum(widths), 4.5), layout="constrained")
     axes = fig.subplots(1, 2, sharey=True, width_ratios=widths)
     bar = 0.8 / len(vision)
     for ax, (title, rs) in zip(axes, panels.items()):
-        langs = sorted({r.language.name for r in rs}, key=lambda n: next(
-            (r.language.params_m or 0.0) for r in rs if r.language.name == n))
-        by_pair = {(r.language.name, r.vision.name): r for r in rs}
+        langs = sorted({r.x.name for r in rs}, key=lambda n: next(
+            (r.x.params_m or 0.0) for r in rs if r.x.name == n))
+        by_pair = {(r.x.name, r.y.name): r for r in rs}
         for j, v in enumerate(vision):
             mine = [(i, by_pair[(lang, v)]) for i, lang in enumerate(langs) if (lang, v) in by_pair]
             errors = np.hstack([_error(r) for _, r in mine])

@@ -125,7 +125,7 @@ def stitch_extra(record: ResultRecord) -> StitchExtra | None:
     naming the record's setting and pair when it is missing or malformed."""
     if record.kind != "stitch":
         return None
-    where = f"stitch record of setting {record.setting}, pair {record.language.name} x {record.vision.name}"
+    where = f"stitch record of setting {record.setting}, pair {record.x.name} x {record.y.name}"
     if "stitch" not in record.extra:
         raise UserError(f"{where}: extra.stitch is missing")
     try:
@@ -154,7 +154,7 @@ def _ci(ci: tuple[float, float]) -> str:
 def row_cells(record: ResultRecord, row: StitchRow) -> list[str]:
     """One table row (STITCH_HEADER), plain text."""
     entries = f"{row.map_entries:,}" if row.map_entries else "none"
-    return [record.language.name, record.vision.name, map_label(row), entries, fmt(row.cider_d), _ci(row.cider_d_ci),
+    return [record.x.name, record.y.name, map_label(row), entries, fmt(row.cider_d), _ci(row.cider_d_ci),
             fmt(row.bleu4), _ci(row.bleu4_ci)]
 
 
@@ -163,7 +163,7 @@ def setup_line(record: ResultRecord, extra: StitchExtra) -> str:
     d, s = extra.decoder, extra.split
     size = f", {d.params_m:g}M parameters" if d.params_m is not None else ""
     trained = f", {d.trained_params:,} trained" if d.trained_params is not None else ""
-    return (f"{record.language.name} x {record.vision.name}: decoder {d.name}{size}{trained}; map "
+    return (f"{record.x.name} x {record.y.name}: decoder {d.name}{size}{trained}; map "
             f"{extra.map_entries:,} entries ({extra.map_free:,} free parameters of a semi-orthogonal map); "
             f"{s.train:,} train and {s.test:,} test images (held-out fraction {s.heldout_fraction:g}), decoder "
             f"trained on {s.decoder_train_captions:,} captions, {s.dropped_duplicates:,} duplicates dropped.")
@@ -223,7 +223,7 @@ def stitch_section(board: Board) -> StitchSection | None:
         section.setups.append(setup_line(record, extra))
         verdicts.append(beats_controls(extra))
         if extra.samples and not section.samples:
-            section.samples_of = f"{record.language.name} x {record.vision.name}"
+            section.samples_of = f"{record.x.name} x {record.y.name}"
             section.samples = [
                 [s.id, " / ".join(s.references), *(s.captions.get(v, MISSING) for v in SAMPLE_CAPTIONS)]
                 for s in extra.samples[:SAMPLES_SHOWN]

@@ -25,6 +25,7 @@ from platobench.results.schema import (
     ModelRef,
     NullRef,
     ResultRecord,
+    SideRef,
 )
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "ModelRef",
     "NullRef",
     "ResultRecord",
+    "SideRef",
     "git_sha",
     "load_record",
     "load_records",

@@ -1,6 +1,5 @@
 """Reading and writing result records: one JSON file per model pair x setting under
-RESULTS/<setting>/<language>__<vision>.json, and a run with `--limit N` under
-RESULTS/<setting>/<language>__<vision>--limit-N.json (a test on fewer samples never replaces the record of
+RESULTS/<setting>/<x>__<y>.json, and a run with `--limit N` under RESULTS/<setting>/<x>__<y>--limit-N.json (a test on fewer samples never replaces the record of
 the full datasets).
 
 `load_record` upgrades records of older schema versions (`_upgrade`) and validates them; the
@@ -45,20 +44,20 @@ def record_limit(record: ResultRecord) -> int | None:
     return limit if isinstance(limit, int) and not isinstance(limit, bool) and limit >= 1 else None
 
 
-def record_path(results_dir: Path, setting: str, language: str, vision: str, limit: int | None = None) -> Path:
-    """results/<setting>/<language>__<vision>.json with '/' in model names replaced by '--'; a limited
+def record_path(results_dir: Path, setting: str, x: str, y: str, limit: int | None = None) -> Path:
+    """results/<setting>/<x>__<y>.json (the pair's two model names) with '/' in model names replaced by '--'; a limited
     run's record (`limit` set) ends in `--limit-<limit>.json` instead (model names hold no '--' of their
     own, so no full record's name can spell it).
 
     The setting must be an id and both names model names; InvalidIdError unless the path (symlinks
     resolved) stays inside `results_dir`."""
     check_id(setting, "setting id")
-    check_model_name(language, "language model name")
-    check_model_name(vision, "vision model name")
+    check_model_name(x, "x model name")
+    check_model_name(y, "y model name")
     if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
         raise UserError(f"a record's limit must be a positive integer, not {shown(limit)}")
     suffix = "" if limit is None else f"--limit-{limit}"
-    name = f"{language}__{vision}".replace("/", "--") + suffix + ".json"
+    name = f"{x}__{y}".replace("/", "--") + suffix + ".json"
     contained(results_dir, setting, name)
     return Path(results_dir) / setting / name
 
@@ -67,17 +66,59 @@ def write_record(results_dir: Path, record: ResultRecord) -> Path:
     """Write atomically (fsynced temp file + rename; WriteError naming the path) and return the path
     (`record_path`, limited by `record_limit`). JSON with indent 1, non-ASCII escaped and a trailing
     newline."""
-    path = record_path(results_dir, record.setting, record.language.name, record.vision.name, record_limit(record))
+    path = record_path(results_dir, record.setting, record.x.name, record.y.name, record_limit(record))
     return atomic_write_text(path, json.dumps(record.model_dump(mode="json"), indent=1) + "\n")
 
 
+#: Keys of a schema-1 record's `extra` whose values are keyed by side ("language", "vision").
+V1_SIDE_KEYED = ("inputs", "excluded_layers", "layers")
+
+
+def _v1_text_input(data: dict[str, Any]) -> str:
+    """What the text side of a schema-1 record read: the class prompts (zero-shot) or the caption its
+    setting names (`caption_index`, 0 when the record does not state its setting)."""
+    if data.get("kind") == "zeroshot":
+        return "prompts"
+    config = (data.get("extra") or {}).get("setting_config")
+    index = config.get("caption_index", 0) if isinstance(config, dict) else 0
+    return f"caption:{index}" if isinstance(index, int) and not isinstance(index, bool) and index >= 0 else "caption:0"
+
+
+def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 1 -> 2: the `language` side becomes `x` (modality text, reading its caption or prompts) and
+    the `vision` side `y` (modality vision, reading the image); `extra` entries keyed by side are keyed
+    "x" / "y". Nothing else changes: scores, grids and intervals are carried over as they are."""
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if key == "language":
+            out["x"] = {**value, "modality": "text", "input": _v1_text_input(data)} if isinstance(value, dict) else value
+        elif key == "vision":
+            out["y"] = {**value, "modality": "vision", "input": "image"} if isinstance(value, dict) else value
+        else:
+            out[key] = value
+    extra = out.get("extra")
+    if isinstance(extra, dict):
+        extra = dict(extra)
+        for key in V1_SIDE_KEYED:
+            block = extra.get(key)
+            if isinstance(block, dict):
+                extra[key] = {{"language": "x", "vision": "y"}.get(k, k): v for k, v in block.items()}
+        out["extra"] = extra
+    out["schema_version"] = 2
+    return out
+
+
 def _upgrade(data: dict[str, Any]) -> dict[str, Any]:
-    """Bring a record of an older schema to the current one (no older schema exists yet)."""
+    """Bring a record of an older schema to the current one, one version at a time (`_v1_to_v2`)."""
     version = data.get("schema_version")
     if not isinstance(version, int) or isinstance(version, bool) or version < 1 or version > SCHEMA_VERSION:
         raise UserError(
             f"unsupported schema_version {shown(version)} (this platobench reads 1..{SCHEMA_VERSION})"
         )
+    if version == 1:
+        if "x" in data or "y" in data:
+            raise UserError("a schema_version 1 record has 'language' and 'vision' sides, not 'x' / 'y'")
+        data = _v1_to_v2(data)
     return data
 
 
@@ -129,7 +170,7 @@ def load_records_checked(results_dir: Path) -> tuple[list[ResultRecord], list[st
     """(the valid records under `results_dir` sorted by setting then pair, one line per problem).
 
     A problem is a file that is not a valid record, or two or more files holding the same (setting,
-    language, vision, limit): one line naming them all, and none of them is returned. A limited run's
+    x, y, limit): one line naming them all, and none of them is returned. A limited run's
     record on the same samples as the full record of its pair and setting (a limit that cut nothing)
     measures the same thing: the full record is returned, not both."""
     problems: list[str] = []
@@ -140,18 +181,18 @@ def load_records_checked(results_dir: Path) -> tuple[list[ResultRecord], list[st
         except UserError as exc:
             problems.append(str(exc))
             continue
-        key = (record.setting, record.language.name, record.vision.name, record_limit(record))
+        key = (record.setting, record.x.name, record.y.name, record_limit(record))
         loaded.setdefault(key, []).append((path, record))
     same_samples: dict[tuple[str, str, str, str], ResultRecord] = {}
-    for (setting, language, vision, limit), found in sorted(loaded.items(), key=lambda kv: kv[0][3] or 0):
+    for (setting, x, y, limit), found in sorted(loaded.items(), key=lambda kv: kv[0][3] or 0):
         if len(found) == 1:
             # the full record first, then the smallest limit: one record per pair on the same samples
-            same_samples.setdefault((setting, language, vision, found[0][1].dataset.fingerprint), found[0][1])
+            same_samples.setdefault((setting, x, y, found[0][1].dataset.fingerprint), found[0][1])
         else:
             files = ", ".join(str(p) for p, _ in found)
             limited = "" if limit is None else f" with --limit {limit}"
             problems.append(
-                f"{len(found)} result records measure setting {setting} for {language} x {vision}{limited}: "
+                f"{len(found)} result records measure setting {setting} for {x} x {y}{limited}: "
                 f"{files}; keep one (none of them is used)"
             )
     return sorted(same_samples.values(), key=lambda r: (r.setting, r.pair_id)), problems

@@ -1,9 +1,11 @@
 """The result record schema: one JSON file per model pair x setting.
 
 Records carry `schema_version` (`SCHEMA_VERSION` is the one written); loading them
-(platobench/results/io.py) upgrades older versions. Validation: ids and model names follow the naming
-rule, numbers are JSON numbers (not strings), the layer grid is rectangular and the chosen layers lie
-inside it.
+(platobench/results/io.py) upgrades older versions. Schema 2 names the pair's two sides `x` and `y`, each
+with its modality and the input it read (the image, caption `i` or the class prompts), so a pair may be
+text x vision, vision x vision or text x text; schema 1 had `language` (text) and `vision` sides.
+Validation: ids and model names follow the naming rule, numbers are JSON numbers (not strings), the
+layer grid is rectangular and the chosen layers lie inside it.
 """
 
 from __future__ import annotations
@@ -25,7 +27,11 @@ from platobench import __version__
 from platobench.errors import UserError
 from platobench.files.ids import ID_RULE, check_id, check_model_name, shown
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+Modality = Literal["text", "vision"]
+#: What a side reads of each sample: its image, its caption i ("caption:0" is the first) or, in zero-shot
+#: records, the class prompts.
+INPUT_RULE = "'image', 'caption:<i>' (i >= 0) or 'prompts'"
 JSON_TYPES = {dict: "object", list: "array", str: "string", int: "number", float: "number", bool: "boolean"}
 
 
@@ -62,6 +68,35 @@ class ModelRef(_Strict):
     revision: str | None = None
     params_m: Number | None = Field(default=None, gt=0, allow_inf_nan=False)  # the plots put it on a log axis
     kind: str | None = None
+
+
+def check_input(value: str) -> str:
+    """`value` if it follows INPUT_RULE, else ValueError."""
+    head, _, index = value.partition(":")
+    ok = value in ("image", "prompts") or (head == "caption" and index.isascii() and index.isdigit()
+                                          and str(int(index)) == index)
+    if not ok:
+        raise ValueError(f"input {shown(value)} must be {INPUT_RULE}")
+    return value
+
+
+def input_modality(value: str) -> Modality:
+    """The modality that reads input `value`: images are seen by vision models, captions and prompts by
+    text models."""
+    return "vision" if value == "image" else "text"
+
+
+class SideRef(ModelRef):
+    """One side of a pair: the model, its modality and what it read of each sample."""
+
+    modality: Modality
+    input: Annotated[str, AfterValidator(check_input)]
+
+    @model_validator(mode="after")
+    def _reads_its_modality(self) -> SideRef:
+        if input_modality(self.input) != self.modality:
+            raise ValueError(f"a {self.modality} model cannot read input {self.input!r}")
+        return self
 
 
 class DatasetRef(_Strict):
@@ -108,7 +143,7 @@ class IntervalRef(_Strict):
 
 
 class ResultRecord(_Strict):
-    """One measured score of a (language model, vision model) pair under one setting."""
+    """One measured score of a pair of models (`x`, `y`) under one setting."""
 
     schema_version: Count = SCHEMA_VERSION
     platobench_version: str = __version__
@@ -116,18 +151,18 @@ class ResultRecord(_Strict):
     setting: Id
     kind: Literal["paired", "zeroshot", "stitch"] = "paired"
     metric: MetricRef
-    language: ModelRef
-    vision: ModelRef
+    x: SideRef
+    y: SideRef
     dataset: DatasetRef
     score: Number
-    layers: tuple[Count, Count] | None = None  # chosen (language layer, vision layer) indices into the grid
+    layers: tuple[Count, Count] | None = None  # chosen (x layer, y layer) indices into the grid
     last_layer_score: Number | None = None
     chance: Number | None = None
     null: NullRef | None = None
     calibrated: Number | None = None
     ci: IntervalRef | None = None
     grid: list[list[Number | None]] | None = Field(
-        default=None, description="[L_language][L_vision] scores; null for layers excluded as constant"
+        default=None, description="[L_x][L_y] scores; null for layers excluded as constant"
     )
     extra: dict[str, Any] = Field(default_factory=dict)
     runtime_s: Number
@@ -149,4 +184,13 @@ class ResultRecord(_Strict):
 
     @property
     def pair_id(self) -> str:
-        return f"{self.language.name}__{self.vision.name}"
+        return f"{self.x.name}__{self.y.name}"
+
+    @property
+    def modalities(self) -> tuple[Modality, Modality]:
+        """(x modality, y modality), e.g. ("text", "vision")."""
+        return self.x.modality, self.y.modality
+
+    @property
+    def sides(self) -> tuple[SideRef, SideRef]:
+        return self.x, self.y

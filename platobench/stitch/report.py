@@ -28,19 +28,19 @@ LINE_STYLES = {"unpaired": "--", "shuffled": ":", "random": (0, (1, 3)), "retrie
 def k_figure(records: list[ResultRecord]) -> Figure:
     """One panel per text encoder: CIDEr-D against K (log x) per vision model with bootstrap CIs as error bars;
     that pair's other variants as horizontal lines in its colour, the text encoder's text->text bound in black."""
-    languages = list(dict.fromkeys(r.language.name for r in records))
+    languages = list(dict.fromkeys(r.x.name for r in records))
     fig = Figure(figsize=(7 * len(languages), 4.8))
     for i, language in enumerate(languages):
         ax = fig.add_subplot(1, len(languages), i + 1)
         bound_drawn = False
-        for record in (r for r in records if r.language.name == language):
+        for record in (r for r in records if r.x.name == language):
             extra = stitch_extra(record)
             assert extra is not None
             paired = sorted((r for r in extra.rows if r.variant == "paired"), key=lambda r: r.k)
             ys = [r.cider_d for r in paired]
             err = [[y - r.cider_d_ci[0] for y, r in zip(ys, paired)], [r.cider_d_ci[1] - y for y, r in zip(ys, paired)]]
             line = ax.errorbar([r.k for r in paired], ys, yerr=err, marker="o", capsize=3,
-                               label=f"{record.vision.name}: paired map")
+                               label=f"{record.y.name}: paired map")
             for row in extra.rows:
                 bound = row.variant == "text-bound"
                 if row.variant not in LINE_STYLES or (bound and bound_drawn):
@@ -48,7 +48,7 @@ def k_figure(records: list[ResultRecord]) -> Figure:
                 bound_drawn |= bound
                 ax.axhline(row.cider_d, color="black" if bound else line[0].get_color(),
                            linestyle=LINE_STYLES[row.variant], linewidth=1,
-                           label=f"{'text' if bound else record.vision.name}: {map_label(row)}")
+                           label=f"{'text' if bound else record.y.name}: {map_label(row)}")
         ax.set_xscale("log")
         ax.set_xlabel("image-caption pairs the map is fitted on (K)")
         ax.set_ylabel("CIDEr-D on held-out images")
@@ -92,7 +92,7 @@ def write_report(records: list[ResultRecord], split: StitchSplit, folder: Path) 
         files["k_plot"] = str(save_png(k_figure(records), folder / "stitch-k.png"))
     summary: dict[str, Any] = {
         "split": split.as_dict(), "dataset": split.dataset.name,
-        "records": [{"setting": r.setting, "language": r.language.name, "vision": r.vision.name, "score": r.score,
+        "records": [{"setting": r.setting, "language": r.x.name, "vision": r.y.name, "score": r.score,
                      "runtime_s": r.runtime_s, "created": r.created, **r.extra["stitch"]} for r in records],
     }
     files["json"] = str(atomic_write_text(folder / "stitch.json", json.dumps(summary, indent=1) + "\n"))

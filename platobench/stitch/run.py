@@ -25,7 +25,15 @@ from platobench.data.base import PairedDataset
 from platobench.encoders.runtime import resolve_device
 from platobench.features.extract import extract
 from platobench.features.store import FeatureEntry, FeatureStore
-from platobench.results import DatasetRef, IntervalRef, MetricRef, ModelRef, ResultRecord, write_record
+from platobench.results import (
+    DatasetRef,
+    IntervalRef,
+    MetricRef,
+    ModelRef,
+    ResultRecord,
+    SideRef,
+    write_record,
+)
 from platobench.stitch.decoder import PrefixCaptioner, load_captioner, tiny_captioner, train_captioner
 from platobench.stitch.evaluate import EvalOptions, PairResult, evaluate_pair, sample_rows, text_bound_row
 from platobench.stitch.maps import Normaliser
@@ -153,7 +161,8 @@ def _record(config: StitchConfig, split: StitchSplit, text: tuple[ModelRef, int]
         setting=config.setting, kind="stitch",
         metric=MetricRef(id="cider_d", params={"map": "paired", "k": head["k"], "decoder": decoder["name"]},
                          preprocess="none", selection=selection, higher_is_better=True),
-        language=lang, vision=vis,
+        x=SideRef(**lang.model_dump(), modality="text", input="caption:0"),
+        y=SideRef(**vis.model_dump(), modality="vision", input="image"),
         dataset=DatasetRef(name=test.name, revision=test.revision, n=len(test), fingerprint=test.fingerprint),
         score=head["cider_d"], layers=(li, vi),
         ci=IntervalRef(lo=head["cider_d_ci"][0], hi=head["cider_d_ci"][1], level=ev.level,
@@ -210,13 +219,13 @@ def run_stitch(config: StitchConfig, split: StitchSplit, *, store: FeatureStore,
         pairs: list[tuple[ModelRef, int, torch.Tensor, dict[str, str]]] = []
         if config.planted is not None:
             x = planted_features(first, seed=ev.seed, noise=config.planted)
-            pairs.append((planted_ref(ev.seed, config.planted, text_spec.name), li, x, {"language": entries[0].digest}))
+            pairs.append((planted_ref(ev.seed, config.planted, text_spec.name), li, x, {"x": entries[0].digest}))
         for vision_spec in config.vision:
             v_entry = features(vision_spec, ds)
             vi = v_entry.position(config.layers[1], f"vision model {vision_spec.name}")
             x = v_entry.layers[vi]
             pairs.append((model_ref(vision_spec, v_entry.key["model_revision"]), vi, x,
-                          {"language": entries[0].digest, "vision": v_entry.digest}))
+                          {"x": entries[0].digest, "y": v_entry.digest}))
         text_s = time.perf_counter() - t_text
         for vis, vi, x, inputs in pairs:
             t_pair = time.perf_counter()

@@ -39,7 +39,7 @@ def verify_stitch(record: ResultRecord) -> tuple[Outcome, ResultRecord | None]:
     """(outcome with its diffs and mismatches — the status is decided by check's `run_check` when a
     recomputed record is returned —, the record with its rows and score re-scored, or None when the stored
     captions could not be re-scored)."""
-    out = Outcome(record.setting, record.language.name, record.vision.name, status="skipped")
+    out = Outcome(record.setting, record.x.name, record.y.name, status="skipped")
     try:
         extra = stitch_extra(record)
     except UserError as exc:

@@ -42,7 +42,7 @@
       var table = document.getElementById(board.id);
       var thead = "<tr>" + columns.map(function (c) {
         var sort = c[0] === o.key ? (o.dir === "asc" ? "ascending" : "descending") : "none";
-        return '<th data-key="' + c[0] + '" aria-sort="' + sort + '" class="' + (c[2] === "text" ? "t" : "") + '">' + c[1] + "</th>";
+        return '<th data-key="' + c[0] + '" aria-sort="' + sort + '" class="' + (c[2] === "text" ? "t" : "") + '">' + ((board.headers && board.headers[c[0]]) || c[1]) + "</th>";
       }).join("") + "</tr>";
       var rows = board.rows.filter(function (r) { return matches(r.families, s.family); }).map(function (r) {
         return {sort: r.sort[o.key], row: r};
@@ -50,8 +50,8 @@
       rows.sort(cmp(kinds[o.key], o.dir));
       var body = rows.map(function (x) {
         var r = x.row;
-        return '<tr class="pb-row' + (r.baseline ? " baseline" : "") + '" data-language="' + r.language +
-          '" data-vision="' + r.vision + '">' +
+        return '<tr class="pb-row' + (r.baseline ? " baseline" : "") + '" data-x="' + r.x +
+          '" data-y="' + r.y + '">' +
           columns.map(function (c) {
             var v = r.cells[c[0]];
             var cls = (c[2] === "text" ? "t" : "") + (v === "missing" ? " missing" : "");
