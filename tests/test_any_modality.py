@@ -40,6 +40,10 @@ pair_sets:
     modalities: [vision, vision]
     x: [demo/efficientnet-lite0, demo/dinov2-s-imgfocus]
     y: [demo/dinov2-s-imgfocus]
+  tiny-both:
+    modalities: [vision, vision]
+    x: [demo/efficientnet-lite0, demo/dinov2-s-imgfocus]
+    y: [demo/efficientnet-lite0, demo/dinov2-s-imgfocus]
   tiny-tt:
     modalities: [text, text]
     x: [demo/minilm-l6]
@@ -105,6 +109,8 @@ def test_pair_sets_of_any_modalities_resolve_without_self_pairs_unless_asked(tmp
     catalog, zoo = Catalog([settings]), load_zoo()
     vv = [(a.name, b.name) for a, b in resolve_pairs("tiny-vv", catalog, zoo)]
     assert vv == [("demo/efficientnet-lite0", "demo/dinov2-s-imgfocus")]  # dinov2 x dinov2 left out
+    both = [(a.name, b.name) for a, b in resolve_pairs("tiny-both", catalog, zoo)]
+    assert both == [("demo/efficientnet-lite0", "demo/dinov2-s-imgfocus")]  # each pair once: not also (b, a)
     views = [(a.name, b.name) for a, b in resolve_pairs("demo-views", Catalog(), zoo)]
     assert ("demo/mpnet-base", "demo/mpnet-base") in views and len(views) == 7  # self_pairs: true
     explicit = resolve_pairs("demo/minilm-l6:demo/mpnet-base,demo/efficientnet-lite0:demo/minilm-l6", catalog, zoo)
@@ -265,3 +271,14 @@ def test_embeddings_on_an_ids_only_dataset_go_on_a_board_and_a_real_model_is_ref
     (root / "galaxies.txt").write_text("g1\ng2\ng1\n")
     with using([root / "datasets.yaml"]), pytest.raises(UserError, match="share an id"):
         job_inputs(setting, None, {}, (zoo.get("astro/spectra"), zoo.get("astro/images")))
+
+
+@pytest.mark.parametrize(("pairs", "settings", "count"), [
+    ("demo-vision-vision,demo-text-text", "same-modality", 60), ("demo-views", "views", 14)])
+def test_the_committed_same_modality_boards_are_reused_as_the_readme_runs_them(pairs, settings, count, capsys):
+    """The README's commands for the vision x vision, text x text and two-view boards plan no computation:
+    every committed record's feature-cache keys and setting are what the code computes now."""
+    assert main(["run", "--pairs", pairs, "--settings", settings, "--out", str(ROOT / "results" / "offline"),
+                 "--dry-run", "--json"]) == 0
+    plans = json.loads(capsys.readouterr().out)["records"]
+    assert len(plans) == count and {p["status"] for p in plans} == {"reuse"}

@@ -136,9 +136,11 @@ def _sides(zoo: Zoo, name: str, ps: PairSet) -> dict[str, dict[str, list[str]]]:
     }
 
 
-def _pair_count(xs: list[str], ys: list[str], self_pairs: bool) -> int:
-    """The pairs of `xs` x `ys`, a model paired with itself only under `self_pairs` (as `run` resolves them)."""
-    return len(xs) * len(ys) - (0 if self_pairs else len(set(xs) & set(ys)))
+def _pair_count(xs: list[str], ys: list[str], ps: PairSet) -> int:
+    """The number of pairs `run` resolves pair set `ps` to (`pairs.pair_names`)."""
+    from platobench.bench.pairs import pair_names
+
+    return len(pair_names(xs, ys, ps))
 
 
 def _models(entries: dict[str, list[str]]) -> list[str]:
@@ -163,7 +165,7 @@ def _pairs_list(args: argparse.Namespace) -> int:
             continue
         xs, ys = _models(sides["x"]), _models(sides["y"])
         out.append({"name": name, "modalities": list(ps.modalities), "x": len(xs), "y": len(ys),
-                    "pairs": _pair_count(xs, ys, ps.self_pairs), "description": ps.description})
+                    "pairs": _pair_count(xs, ys, ps), "description": ps.description})
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
         return 0
@@ -197,14 +199,15 @@ def _pairs_show(args: argparse.Namespace) -> int:
     note = _zoo_set_note(zoo, name, list(dict.fromkeys(xs + ys)))
     if args.json:
         print(json.dumps({"name": name, "description": ps.description, "modalities": list(ps.modalities), "x": xs,
-                          "y": ys, "pairs": _pair_count(xs, ys, ps.self_pairs), "entries": sides, "zoo_set": note},
+                          "y": ys, "pairs": _pair_count(xs, ys, ps), "entries": sides, "zoo_set": note},
                          indent=2, ensure_ascii=False))
         return 0
     empty = [entry for entries in sides.values() for entry, names in entries.items() if not names]
     slots = f" (empty optional slot{'s' if len(empty) > 1 else ''}: {', '.join(empty)})" if empty else ""
     mx, my = ps.modalities
-    same = "" if ps.self_pairs or not set(xs) & set(ys) else " (a model is not paired with itself)"
-    print(f"pair set {name}: {len(xs)} {mx} (x) x {len(ys)} {my} (y) = {_pair_count(xs, ys, ps.self_pairs)} "
+    same = ("" if not set(xs) & set(ys) else " (each pair once)" if ps.self_pairs
+            else " (each pair once, no model with itself)")
+    print(f"pair set {name}: {len(xs)} {mx} (x) x {len(ys)} {my} (y) = {_pair_count(xs, ys, ps)} "
           f"pairs{same}{slots}")
     if ps.description:
         print(" ".join(ps.description.split()))

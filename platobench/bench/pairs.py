@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from platobench.bench.settings import Catalog
+from platobench.bench.settings import Catalog, PairSet
 from platobench.errors import UserError
 from platobench.files.ids import shown
 from platobench.zoo import ModelSpec, Zoo
@@ -27,11 +27,27 @@ def _members(zoo: Zoo, queries: list[str], modality: str, where: str) -> list[Mo
 
 
 def _pair_set(name: str, catalog: Catalog, zoo: Zoo) -> list[tuple[ModelSpec, ModelSpec]]:
-    """Every (x, y) pair of pair set `name`, x-major, a model paired with itself only under `self_pairs`."""
+    """Every (x, y) pair of pair set `name`, x-major, a model paired with itself only under `self_pairs`;
+    in a set of one modality, (b, a) is left out when (a, b) is already in (the same two models, the same
+    inputs unless a setting gives the sides different ones)."""
     ps = catalog.pair_sets[name]
-    xs = _members(zoo, ps.x, ps.modalities[0], f"pair set {name!r} (x)")
-    ys = _members(zoo, ps.y, ps.modalities[1], f"pair set {name!r} (y)")
-    return [(a, b) for a in xs for b in ys if ps.self_pairs or a.name != b.name]
+    xs = {s.name: s for s in _members(zoo, ps.x, ps.modalities[0], f"pair set {name!r} (x)")}
+    ys = {s.name: s for s in _members(zoo, ps.y, ps.modalities[1], f"pair set {name!r} (y)")}
+    return [(xs[a], ys[b]) for a, b in pair_names(list(xs), list(ys), ps)]
+
+
+def pair_names(xs: list[str], ys: list[str], ps: PairSet) -> list[tuple[str, str]]:
+    """The (x, y) name pairs of pair set `ps` whose sides resolve to `xs` and `ys` (`_pair_set`'s rules)."""
+    out: list[tuple[str, str]] = []
+    seen: set[tuple[str, str]] = set()
+    one_modality = ps.modalities[0] == ps.modalities[1]
+    for a in xs:
+        for b in ys:
+            if (a == b and not ps.self_pairs) or (one_modality and (b, a) in seen):
+                continue
+            seen.add((a, b))
+            out.append((a, b))
+    return out
 
 
 def _pair(token: str, catalog: Catalog, zoo: Zoo) -> tuple[ModelSpec, ModelSpec]:

@@ -122,7 +122,8 @@ class PairSet(BaseModel):
     """The `x` models x the `y` models, of `modalities` (text x vision unless it says otherwise; each side
     keeps only the models of its modality); entries are zoo names, zoo set names or globs, and a model is
     paired with itself only with `self_pairs: true` (for settings whose two sides read two views, where the
-    self-pair measures how alike one model sees them). `language:` / `vision:` is the older spelling of a
+    self-pair measures how alike one model sees them). In a set of one modality a pair is taken once: (b, a)
+    is left out when (a, b) is in. `language:` / `vision:` is the older spelling of a
     text x vision set."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
