@@ -52,9 +52,17 @@ def _copy_subset(dest: Path, settings: tuple[str, ...] | None = None) -> int:
 
 
 def test_committed_offline_board_is_complete_and_real():
-    records = load_records(RESULTS)
-    offline = Catalog().groups["offline"]
+    everything = load_records(RESULTS)
+    records = [r for r in everything if r.modalities == ("text", "vision")]  # the offline board of `make board`
+    groups = Catalog().groups
+    offline = groups["offline"]
     assert {r.setting for r in records} == set(offline)
+    # the same-modality boards: vision x vision and text x text under same-modality, two views under views
+    same = [r for r in everything if r.modalities != ("text", "vision")]
+    kinds = {(r.setting, r.modalities) for r in same}
+    assert kinds == {(s, m) for s in groups["same-modality"] for m in (("vision", "vision"), ("text", "text"))} | {
+        (s, ("text", "text")) for s in groups["views"]}
+    assert len(same) == 74 and all(r.null is not None and r.ci is not None for r in same)
     for r in records:
         assert r.null is not None and r.ci is not None
         assert r.x.name.startswith(("demo/", "baseline/")) and r.y.name.startswith(("demo/", "baseline/"))
