@@ -3,14 +3,16 @@ parameter counts that do not apply vs unknown, p-values at their permutation flo
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import re
 
 from bench_fixtures import make_record
 
 from platobench import leaderboard as lb
-from platobench.leaderboard import html_page
-from platobench.leaderboard.notes import NOT_APPLICABLE, UNKNOWN, fmt_p, zeroshot_sentence
+from platobench.leaderboard import csv_table, html_page
+from platobench.leaderboard.notes import NOT_APPLICABLE, UNKNOWN, fmt_p, top5_of, zeroshot_sentence
 from platobench.leaderboard.order import setting_key
 from platobench.results import IntervalRef, MetricRef, NullRef
 
@@ -84,3 +86,23 @@ def test_zero_shot_zeros_are_explained_as_measured_not_missing():
     assert zeroshot_sentence([make_record("s", "a/l", V, 0.3)]) is None
     text = lb.readme(lb.build_boards([zero, other]), [zero, other], [], {})
     assert "a measured zero" in text and "| 0.000 | " in text
+
+
+def test_zero_shot_boards_show_top5_with_its_chance_and_no_other_board_does():
+    zs = _kind("zs", "zeroshot", "zeroshot_matching", 0.25).model_copy(update={
+        "extra": {"top5": {"mean": 0.7, "std": 0.1, "per_seed": [0.6, 0.8]}, "chance_top5": 0.625}})
+    forged = _kind("zs", "zeroshot", "zeroshot_matching", 0.1).model_copy(update={
+        "x": zs.x.model_copy(update={"name": "demo/minilm-l3"}), "extra": {"top5": {"mean": "0.9"}, "chance_top5": True}})
+    paired = _kind("p-mknn", "paired", "mutual_knn")
+    records = [zs, forged, paired]
+    assert top5_of(zs) == (0.7, 0.625) and top5_of(forged) == (None, None) and top5_of(paired) == (None, None)
+    text = lb.readme(lb.build_boards(records), records, [], {})
+    zs_table, paired_table = text.split("## zs")[1], text.split("## p-mknn")[1].split("## ")[0]
+    assert "| top-5 (chance) |" in zs_table and "| 0.700 (0.625) |" in zs_table and "| missing (missing) |" in zs_table
+    assert "top-5" not in paired_table
+    page = html_page.render(lb.build_boards(records), records, [], {})
+    payload = json.loads(re.search(r'id="pb-data">(.*?)</script>', page, re.DOTALL).group(1))
+    hide = {b["rows"][0]["cells"]["score"]: b["hide"] for b in payload["boards"]}
+    assert sorted(map(tuple, hide.values())) == [(), ("top5",)]
+    rows = {r["x"]: r for r in csv.DictReader(io.StringIO(csv_table.csv_text(lb.build_boards(records))))}
+    assert (rows["demo/minilm-l6"]["top5"], rows["demo/minilm-l6"]["chance_top5"]) in {("0.7", "0.625")}

@@ -33,7 +33,7 @@ from platobench.leaderboard.baselines import (
     is_baseline,
     verdicts,
 )
-from platobench.leaderboard.notes import fmt_p, p_at_floor, zeroshot_sentence
+from platobench.leaderboard.notes import fmt_p, p_at_floor, top5_of, zeroshot_sentence
 from platobench.leaderboard.order import board_name, record_key
 from platobench.leaderboard.ranks import tie_ranks
 from platobench.leaderboard.safe_text import one_line
@@ -98,6 +98,7 @@ def board_rows(records: Iterable[ResultRecord]) -> dict[str, list[dict[str, Any]
                 "y": r.y.name,
                 "baseline": is_baseline(r.x.name) or is_baseline(r.y.name),
                 "score": r.score,
+                "top5": top5_of(r)[0],
                 "ci": None if r.ci is None else [r.ci.lo, r.ci.hi],
                 "chance": r.chance,
                 "null_mean": None if r.null is None else r.null.mean,

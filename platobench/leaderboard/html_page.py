@@ -43,6 +43,7 @@ from platobench.leaderboard.notes import (
     TIE_RULE,
     fmt_p,
     p_floor_sentence,
+    top5_of,
     zeroshot_sentence,
 )
 from platobench.leaderboard.order import DEFAULT_MODALITIES, modality_label
@@ -51,7 +52,7 @@ from platobench.results import ResultRecord
 
 COLUMNS = [  # key, header, kind ("num" sorts numerically, "text" alphabetically)
     ("rank", "rank", "num"), ("x", "language model", "text"), ("y", "vision model", "text"),
-    ("score", "score", "num"), ("calibrated", "calibrated", "num"), ("ci", "CI", "num"), ("p", "p", "num"),
+    ("score", "score", "num"), ("top5", "top-5 (chance)", "num"), ("calibrated", "calibrated", "num"), ("ci", "CI", "num"), ("p", "p", "num"),
     ("null_mean", "null mean", "num"), ("chance", "chance", "num"), ("layers", "layers (L, V)", "text"),
     ("params_x", "params L", "num"), ("params_y", "params V", "num"),
     ("verdict", "verdict vs baselines", "text"),
@@ -65,7 +66,7 @@ def board_headers(board: Board) -> dict[str, str]:
     head_x, head_y = board.headers
     return {"x": head_x, "y": head_y, "layers": "layers (x, y)", "params_x": "params x", "params_y": "params y"}
 # Columns in the metric's units: their first click sorts best first (descending when higher is better).
-METRIC_COLUMNS = ("score", "calibrated", "ci", "null_mean", "chance")
+METRIC_COLUMNS = ("score", "top5", "calibrated", "ci", "null_mean", "chance")
 
 
 def first_directions(higher_is_better: bool) -> dict[str, str]:
@@ -101,16 +102,17 @@ def _row(row: Ranked, verdict: str = "") -> dict[str, Any]:
     p = r.null.p_value if r.null is not None else None
     null_mean = r.null.mean if r.null is not None else None
     ci_end = None if r.ci is None else r.ci.lo if r.metric.higher_is_better else r.ci.hi
+    top5, chance5 = top5_of(r)
     cells = {
         "rank": row.label, "x": _name_cell(r.x.name),
-        "y": _name_cell(r.y.name), "score": fmt(r.score), "calibrated": fmt(r.calibrated),
+        "y": _name_cell(r.y.name), "score": fmt(r.score), "top5": f"{fmt(top5)} ({fmt(chance5)})", "calibrated": fmt(r.calibrated),
         "ci": f"[{r.ci.lo:.3f}, {r.ci.hi:.3f}]" if r.ci is not None else MISSING, "p": fmt_p(r.null),
         "null_mean": fmt(null_mean), "chance": fmt(r.chance), "layers": layers,
         "params_x": fmt_params(r.x.params_m, r.x.name),
         "params_y": fmt_params(r.y.params_m, r.y.name), "verdict": esc(verdict),
     }
     sort = {
-        "rank": row.rank, "x": r.x.name, "y": r.y.name, "score": _num(r.score),
+        "rank": row.rank, "x": r.x.name, "y": r.y.name, "score": _num(r.score), "top5": _num(top5),
         "calibrated": _num(r.calibrated), "ci": _num(ci_end), "p": _num(p), "null_mean": _num(null_mean),
         "chance": _num(r.chance), "layers": layers if r.layers is not None else None, "params_x": _num(r.x.params_m),
         "params_y": _num(r.y.params_m), "verdict": verdict or None,
@@ -185,6 +187,7 @@ def render(boards: list[Board], records: list[ResultRecord], paper: list[dict[st
         "columns": COLUMNS,
         "boards": [
             {"id": f"board-{i}", "first": first_directions(b.first.metric.higher_is_better), "headers": board_headers(b),
+             "hide": [] if b.first.kind == "zeroshot" else ["top5"],
              "rows": [_row(row, got.get(row.record.pair_id, "")) for row in b.rows]}
             for i, b in enumerate(boards) for got in [b.verdicts]
         ],

@@ -31,6 +31,7 @@ from platobench.leaderboard.notes import (
     TIE_RULE,
     fmt_p,
     p_floor_sentence,
+    top5_of,
     zeroshot_sentence,
 )
 from platobench.leaderboard.order import DEFAULT_MODALITIES, modality_label
@@ -135,11 +136,13 @@ def readme(boards: list[Board], records: list[ResultRecord], paper: list[dict[st
         got = board.verdicts
         head_x, head_y = board.headers
         params_head = "params (L / V)" if board.modalities == DEFAULT_MODALITIES else "params (x / y)"
+        top5 = board.first.kind == "zeroshot"  # a zero-shot board shows top-5 beside its top-1 score
         lines += _md_table(
-            ["rank", head_x, head_y, "score", "calibrated", "CI", "p", "null mean", "chance",
-             "layers", params_head, "verdict"],
+            ["rank", head_x, head_y, "score", *(["top-5 (chance)"] if top5 else []), "calibrated", "CI", "p",
+             "null mean", "chance", "layers", params_head, "verdict"],
             [[
-                row.label, model_cell(r.x.name), model_cell(r.y.name), fmt(r.score), fmt(r.calibrated),
+                row.label, model_cell(r.x.name), model_cell(r.y.name), fmt(r.score),
+                *([f"{fmt(top5_of(r)[0])} ({fmt(top5_of(r)[1])})"] if top5 else []), fmt(r.calibrated),
                 fmt_ci(r), fmt_p(r.null), fmt(r.null.mean if r.null else None),
                 fmt(r.chance), fmt_layers(r),
                 f"{fmt_params(r.x.params_m, r.x.name)} / {fmt_params(r.y.params_m, r.y.name)}",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from platobench.results import NullRef, ResultRecord
 
@@ -58,6 +59,21 @@ def fmt_p(null: NullRef | None, digits: int = 3) -> str:
     return f"{null.p_value:.{digits}f}"
 
 
+def top5_of(record: ResultRecord) -> tuple[float | None, float | None]:
+    """(top-5 accuracy, its chance level) of a zero-shot record: `extra.top5.mean` and `extra.chance_top5`,
+    each None unless a finite number (a record's extra is whatever its file says); (None, None) for other
+    kinds."""
+    if record.kind != "zeroshot":
+        return None, None
+
+    def number(value: Any) -> float | None:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        return float(value) if ok else None
+
+    top5 = record.extra.get("top5")
+    return number(top5.get("mean") if isinstance(top5, dict) else None), number(record.extra.get("chance_top5"))
+
+
 def zeroshot_sentence(records: Sequence[ResultRecord]) -> str | None:
     """What the score and CI of zero-shot rows mean, and that a row of zeros is a measured zero: the score
     is a top-1 accuracy over the C classes matched, averaged over seeded image subsamples, and the CI is
@@ -70,7 +86,10 @@ def zeroshot_sentence(records: Sequence[ResultRecord]) -> str | None:
     levels = " or ".join(sorted({f"{r.ci.level:.3f}" for r in zs if r.ci is not None}))
     text = ("Zero-shot score: top-1 accuracy of matching the classes to the class prompts without labels, "
             "the mean over seeded image subsamples; its CI is the range over those seeds"
-            f"{f' (level (S-1)/(S+1) = {levels})' if levels else ''}, of zero width when every seed scores the same.")
+            f"{f' (level (S-1)/(S+1) = {levels})' if levels else ''}, of zero width when every seed scores the same. "
+            "top-5: the share of classes whose own name is among their five candidate names (the matched one, "
+            "then the four of largest gain under the matching), the mean over the same seeds, with its chance "
+            "level min(5, C)/C in brackets.")
     if zeros:
         text += (f" {zeros} row(s) read 0.000 [0.000, 0.000]: a measured zero (no class matched on any "
                  "seed, below chance), not a missing score.")

@@ -40,7 +40,8 @@
     data.boards.forEach(function (board) {
       var o = s.sorts[board.id] || DEFAULT;
       var table = document.getElementById(board.id);
-      var thead = "<tr>" + columns.map(function (c) {
+      var shown = columns.filter(function (c) { return (board.hide || []).indexOf(c[0]) < 0; });
+      var thead = "<tr>" + shown.map(function (c) {
         var sort = c[0] === o.key ? (o.dir === "asc" ? "ascending" : "descending") : "none";
         return '<th data-key="' + c[0] + '" aria-sort="' + sort + '" class="' + (c[2] === "text" ? "t" : "") + '">' + ((board.headers && board.headers[c[0]]) || c[1]) + "</th>";
       }).join("") + "</tr>";
@@ -52,7 +53,7 @@
         var r = x.row;
         return '<tr class="pb-row' + (r.baseline ? " baseline" : "") + '" data-x="' + r.x +
           '" data-y="' + r.y + '">' +
-          columns.map(function (c) {
+          shown.map(function (c) {
             var v = r.cells[c[0]];
             var cls = (c[2] === "text" ? "t" : "") + (v === "missing" ? " missing" : "");
             return '<td class="' + cls + '">' + v + "</td>";
