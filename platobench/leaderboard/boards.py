@@ -23,7 +23,7 @@ from typing import Any
 
 from platobench.errors import UserError
 from platobench.leaderboard.baselines import board_sentence, is_baseline, verdicts
-from platobench.leaderboard.notes import MISSING, NOT_APPLICABLE, UNKNOWN, rank_labels
+from platobench.leaderboard.notes import MISSING, NOT_APPLICABLE, UNKNOWN, rank_labels, top5_of
 from platobench.leaderboard.order import DEFAULT_MODALITIES, modality_label, record_key
 from platobench.leaderboard.ranks import tie_ranks
 from platobench.results import ResultRecord
@@ -201,6 +201,12 @@ def fmt(value: float | None, digits: int = 3) -> str:
 
 def fmt_ci(r: ResultRecord) -> str:
     return f"[{r.ci.lo:.3f}, {r.ci.hi:.3f}]" if r.ci is not None else MISSING
+
+
+def fmt_top5(r: ResultRecord) -> str:
+    """A zero-shot record's top-5 with its chance level, "0.700 (0.625)" (`notes.top5_of`)."""
+    top5, chance = top5_of(r)
+    return f"{fmt(top5)} ({fmt(chance)})"
 
 
 def fmt_layers(r: ResultRecord) -> str:

@@ -28,13 +28,14 @@ CSV_COLUMNS = (
 def board_row(rank: int | None, r: ResultRecord, verdict: str = "") -> dict[str, Any]:
     """One board row of record `r`, keys `CSV_COLUMNS`, absent values None; `verdict` is the record's
     verdict against its board's strongest baseline."""
+    top5, chance_top5 = top5_of(r)
     return {
         "setting": r.setting, "modalities": modality_label(r.modalities), "dataset": r.dataset.name, "n": r.dataset.n, "dataset_fingerprint": r.dataset.fingerprint,
         "rank": rank, "x": r.x.name, "y": r.y.name, "x_input": r.x.input, "y_input": r.y.input,
         "x_family": family(r.x.name), "y_family": family(r.y.name), "x_kind": r.x.kind, "y_kind": r.y.kind,
         "is_baseline": is_baseline(r.x.name) or is_baseline(r.y.name), "verdict": verdict,
         "metric": r.metric.id, "higher_is_better": r.metric.higher_is_better, "score": r.score,
-        "top5": top5_of(r)[0], "chance_top5": top5_of(r)[1],
+        "top5": top5, "chance_top5": chance_top5,
         "calibrated": r.calibrated,
         "ci_lo": None if r.ci is None else r.ci.lo, "ci_hi": None if r.ci is None else r.ci.hi,
         "ci_level": None if r.ci is None else r.ci.level, "p_value": None if r.null is None else r.null.p_value,

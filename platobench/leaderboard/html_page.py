@@ -34,6 +34,7 @@ from platobench.leaderboard.boards import (
     finite,
     fmt,
     fmt_params,
+    fmt_top5,
     overview,
     x_summary,
 )
@@ -102,10 +103,10 @@ def _row(row: Ranked, verdict: str = "") -> dict[str, Any]:
     p = r.null.p_value if r.null is not None else None
     null_mean = r.null.mean if r.null is not None else None
     ci_end = None if r.ci is None else r.ci.lo if r.metric.higher_is_better else r.ci.hi
-    top5, chance5 = top5_of(r)
+    top5 = top5_of(r)[0]
     cells = {
         "rank": row.label, "x": _name_cell(r.x.name),
-        "y": _name_cell(r.y.name), "score": fmt(r.score), "top5": f"{fmt(top5)} ({fmt(chance5)})", "calibrated": fmt(r.calibrated),
+        "y": _name_cell(r.y.name), "score": fmt(r.score), "top5": fmt_top5(r), "calibrated": fmt(r.calibrated),
         "ci": f"[{r.ci.lo:.3f}, {r.ci.hi:.3f}]" if r.ci is not None else MISSING, "p": fmt_p(r.null),
         "null_mean": fmt(null_mean), "chance": fmt(r.chance), "layers": layers,
         "params_x": fmt_params(r.x.params_m, r.x.name),

@@ -22,6 +22,7 @@ from platobench.leaderboard.boards import (
     fmt_ci,
     fmt_layers,
     fmt_params,
+    fmt_top5,
     overview,
     x_summary,
 )
@@ -31,7 +32,6 @@ from platobench.leaderboard.notes import (
     TIE_RULE,
     fmt_p,
     p_floor_sentence,
-    top5_of,
     zeroshot_sentence,
 )
 from platobench.leaderboard.order import DEFAULT_MODALITIES, modality_label
@@ -142,7 +142,7 @@ def readme(boards: list[Board], records: list[ResultRecord], paper: list[dict[st
              "null mean", "chance", "layers", params_head, "verdict"],
             [[
                 row.label, model_cell(r.x.name), model_cell(r.y.name), fmt(r.score),
-                *([f"{fmt(top5_of(r)[0])} ({fmt(top5_of(r)[1])})"] if top5 else []), fmt(r.calibrated),
+                *([fmt_top5(r)] if top5 else []), fmt(r.calibrated),
                 fmt_ci(r), fmt_p(r.null), fmt(r.null.mean if r.null else None),
                 fmt(r.chance), fmt_layers(r),
                 f"{fmt_params(r.x.params_m, r.x.name)} / {fmt_params(r.y.params_m, r.y.name)}",
