@@ -23,6 +23,7 @@ from platobench.features.store import FeatureStore
 from platobench.jepa import compare as jepa_compare
 from platobench.jepa.compare import heldout_subset, run_compare
 from platobench.jepa.model import SIZES
+from platobench.leaderboard.paired import record_ranks
 from platobench.leaderboard.ranks import tie_ranks
 from platobench.metrics.stats import permutation_null
 from platobench.results import IntervalRef, NullRef, ResultRecord, SideRef, load_record, load_records
@@ -177,10 +178,8 @@ def assert_board_matches(board: dict[str, list[dict[str, Any]]], text: str | Non
         for row in rows:
             got = {k: row[k] for k in ("score", "ci", "chance", "null_mean", "calibrated", "p_value", "layers")}
             assert got == expected_row(by_key[(setting, row["x"], row["y"])])
-        higher = by_key[(setting, rows[0]["x"], rows[0]["y"])].metric.higher_is_better
-        ranks = tie_ranks([row["score"] for row in rows], [tuple(row["ci"]) if row["ci"] else None for row in rows],
-                          higher)
-        assert [row["rank"] for row in rows] == ranks
+        ordered = [by_key[(setting, row["x"], row["y"])] for row in rows]
+        assert [row["rank"] for row in rows] == record_ranks(ordered)
     if text is None:
         return
     tables = plain_tables(text)

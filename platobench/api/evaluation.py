@@ -91,8 +91,11 @@ class Results:
         from platobench.leaderboard.boards import build_boards
         from platobench.leaderboard.csv_table import CSV_COLUMNS, board_row
 
-        rows = [board_row(r.rank, r.record, b.verdicts.get(r.record.pair_id, ""))
-                for b in build_boards(self.records) for r in b.rows]
+        rows = []
+        for b in build_boards(self.records):
+            got, paired = b.verdicts, b.paired_verdicts
+            rows += [board_row(r.rank, r.record, got.get(r.record.pair_id, ""), paired.get(r.record.pair_id))
+                     for r in b.rows]
         return pd.DataFrame(rows, columns=list(CSV_COLUMNS))
 
     def board(self, setting: str, modalities: str | tuple[str, str] | None = None) -> pd.DataFrame:

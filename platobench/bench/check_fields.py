@@ -1,7 +1,7 @@
 """The fields of a result record that `platobench check` verifies: every field the leaderboard shows.
 
 Values that are measured (score, last-layer score, chance, calibrated score, null mean/std/p-value, CI
-bounds and level, grid cells) are recomputed and compared within a tolerance (`compare` -> `Diff`).
+bounds and level, grid cells, and where stated the subset scores and null draws the paired verdicts read) are recomputed and compared within a tolerance (`compare` -> `Diff`).
 Everything else is stated, not measured, and must equal exactly what would be run (`mismatches` ->
 `Mismatch`): the setting id and kind, the metric (id, resolved params, preprocessing, selection,
 direction), each model's name, revision, size and kind, the dataset's name, revision, n and fingerprint,
@@ -29,7 +29,8 @@ EXACT_FIELDS = (
 )
 # compared where both sides have a null / an interval: how the interval was made and what it is for are
 # stated by the record and must be what the metric declares (an edited estimand would change its reading)
-EXACT_STAT_FIELDS = ("null.n_perm", "null.seed", "ci.method", "ci.estimand")
+EXACT_STAT_FIELDS = ("null.n_perm", "null.seed", "ci.method", "ci.estimand", "ci.scheme", "ci.subset_size")
+STATED_SINCE_DRAWS = frozenset({"ci.scheme", "ci.subset_size"})  # absent from records written before the draws
 SETTING_IGNORED = frozenset({"description"})  # a setting's fields that are not part of the protocol
 
 
@@ -93,6 +94,8 @@ def compare(old: ResultRecord, new: ResultRecord, *, statistics: bool = True) ->
         fields += [*STAT_FIELDS, *(f for f in STAT_DETAIL_FIELDS if _both(old, new, f))]
     diffs = [_diff(f, _number(old, f), _number(new, f)) for f in fields]
     diffs = [d for d in diffs if d.recorded is not None or d.recomputed is not None]
+    if statistics:
+        diffs += [d for d in (_draws_diff(old, new, "ci"), _draws_diff(old, new, "null")) if d is not None]
     if old.grid is not None or new.grid is not None:
         if old.grid is None or new.grid is None or [len(r) for r in old.grid] != [len(r) for r in new.grid]:
             shape = lambda g: None if g is None else f"{len(g)}x{len(g[0])}"
@@ -104,6 +107,18 @@ def compare(old: ResultRecord, new: ResultRecord, *, statistics: bool = True) ->
             worst, i, j = max(cells, key=lambda c: (math.isnan(c[0]), c[0]))
             diffs.append(Diff(f"grid[{i}][{j}] (largest cell change)", old.grid[i][j], new.grid[i][j], worst))
     return diffs
+
+
+def _draws_diff(old: ResultRecord, new: ResultRecord, part: str) -> Diff | None:
+    """The largest change of the subset scores (`part` "ci") or null draws ("null") where the recorded
+    record states them (the paired verdicts read them); another count of draws is always a move."""
+    a, b = _get(old, f"{part}.draws"), _get(new, f"{part}.draws")
+    if a is None:
+        return None
+    if b is None or len(a) != len(b):
+        return Diff(f"{part}.draws count {len(a)} -> {None if b is None else len(b)}", None, None, None, reshaped=True)
+    worst, i = max(((abs(x - y), i) for i, (x, y) in enumerate(zip(a, b))), key=lambda c: (math.isnan(c[0]), c[0]))
+    return Diff(f"{part}.draws[{i}] (largest change)", a[i], b[i], worst)
 
 
 def _json_at(dump: dict[str, Any], path: str) -> Any:
@@ -120,7 +135,8 @@ def mismatches(old: ResultRecord, new: ResultRecord, *, statistics: bool = True)
     a, b = old.model_dump(mode="json"), new.model_dump(mode="json")
     fields = [*EXACT_FIELDS]
     if statistics:
-        fields += [f for f in EXACT_STAT_FIELDS if _both(old, new, f)]
+        fields += [f for f in EXACT_STAT_FIELDS if _both(old, new, f)
+                   and (f not in STATED_SINCE_DRAWS or _json_at(a, f) is not None)]
     return [Mismatch(f, _json_at(a, f), _json_at(b, f)) for f in fields if _json_at(a, f) != _json_at(b, f)]
 
 

@@ -13,7 +13,7 @@ from platobench.metrics import get_metric
 from platobench.metrics.api import summarize_layers
 from platobench.metrics.cached_layers import take_layers
 from platobench.metrics.selection import kept_selection, select
-from platobench.metrics.stats import chance_level, interval_method, permutation_null, subsample_ci
+from platobench.metrics.stats import chance_level, interval_method, permutation_null, subset_draws
 from platobench.metrics.validation import CONSTANT_RTOL, varying_layers
 from platobench.results import (
     DatasetRef,
@@ -128,17 +128,19 @@ def score_paired(
             setting.metric, x_layers, y_layers, selection=sel, n_perm=setting.n_perm,
             seed=setting.seed, preprocess=setting.preprocess, summaries=summaries, **params,
         )
-        null = NullRef(mean=res.mean, std=res.std, p_value=res.p_value, n_perm=res.n_perm, seed=res.seed)
+        null = NullRef(mean=res.mean, std=res.std, p_value=res.p_value, n_perm=res.n_perm, seed=res.seed,
+                       draws=res.values.tolist())
         calibrated = res.calibrated
     if setting.n_ci > 0:
-        lo, hi = subsample_ci(
+        draws = subset_draws(
             setting.metric, x_layers, y_layers, selection=sel, n_sub=setting.n_ci,
-            frac=setting.ci_fraction, level=setting.ci_level, seed=setting.seed, preprocess=setting.preprocess,
-            summaries=summaries, **params,
+            frac=setting.ci_fraction, seed=setting.seed, preprocess=setting.preprocess, summaries=summaries, **params,
         )
+        lo, hi = draws.interval(setting.ci_level)
         ci = IntervalRef(
             lo=lo, hi=hi, level=setting.ci_level, method=interval_method(setting.metric, setting.n_ci, setting.ci_fraction),
-            estimand=metric.estimand_for(params),
+            estimand=metric.estimand_for(params), scheme=draws.scheme, subset_size=draws.size,
+            draws=draws.scores.tolist(),
         )
     return ResultRecord(
         git_sha=git_sha(),

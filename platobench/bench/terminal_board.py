@@ -26,16 +26,19 @@ from platobench.leaderboard.baselines import (
     BASELINE,
     BEATS,
     BELOW,
+    NO_DIFFERENCE,
+    NO_MATCH,
     STRONGEST,
     TIES_NO_CI,
     WITHIN,
     board_sentence,
     is_baseline,
+    paired_verdicts,
     verdicts,
 )
 from platobench.leaderboard.notes import fmt_p, p_at_floor, top5_of, zeroshot_sentence
 from platobench.leaderboard.order import board_name, record_key
-from platobench.leaderboard.ranks import tie_ranks
+from platobench.leaderboard.paired import record_ranks
 from platobench.leaderboard.safe_text import one_line
 from platobench.results import NullRef, ResultRecord
 from platobench.table import format_table
@@ -44,11 +47,12 @@ COLUMNS = ("rank", "pair", "score", "ci", "calib", "p", "layers", "verdict")
 BASELINE_MARK = "*"  # after a baseline model's name, which is shown without its family "baseline/"
 WIDTH = 120  # the terminal width the plain board is laid out for; notes are wrapped to it
 SHORT_VERDICTS = (  # (full, short) in order: the printed verdict column; --json keeps the full text
-    (BEATS, "beats"), (WITHIN, "within CI"), (BELOW, "below"), (TIES_NO_CI, "ties (no CI)"),
-    (STRONGEST, "strongest"), (BASELINE + AT_NULL, "at null"),
+    (BEATS, "beats"), (NO_DIFFERENCE, "no evidence"), (NO_MATCH, "no control"), (WITHIN, "within CI"),
+    (BELOW, "below"), (TIES_NO_CI, "ties (no CI)"), (STRONGEST, "strongest"), (BASELINE + AT_NULL, "at null"),
 )
-VERDICT_KEY = ("verdict vs the strongest baseline: beats / within CI / below (real pairs); strongest / baseline / "
-               "at null (its own null) for baseline rows; full text under --json.")
+VERDICT_KEY = ("verdict vs the matched baselines (paired tests, Holm over the board): beats / no evidence (of a "
+               "difference) / below; within CI: records without subset scores, by interval overlap; strongest / "
+               "baseline / at null (its own null) for baseline rows; full text under --json.")
 
 
 def short_verdict(verdict: str) -> str:
@@ -87,10 +91,9 @@ def board_rows(records: Iterable[ResultRecord]) -> dict[str, list[dict[str, Any]
     number, unrounded (the printed board shows fewer columns)."""
     out: dict[str, list[dict[str, Any]]] = {}
     for setting, rs in _by_setting(records).items():
-        verdict = verdicts(rs)
+        verdict, paired = verdicts(rs), paired_verdicts(rs)
         ordered = _sorted(rs)
-        ranks = tie_ranks([r.score for r in ordered], [None if r.ci is None else (r.ci.lo, r.ci.hi) for r in ordered],
-                          ordered[0].metric.higher_is_better)
+        ranks = record_ranks(ordered)
         out[setting] = [
             {
                 "rank": rank,
@@ -106,6 +109,8 @@ def board_rows(records: Iterable[ResultRecord]) -> dict[str, list[dict[str, Any]
                 "p_value": None if r.null is None else r.null.p_value,
                 "layers": None if r.layers is None else list(r.layers),
                 "verdict": verdict.get(r.pair_id, ""),
+                "verdict_p_holm": paired[r.pair_id].p_holm if r.pair_id in paired else None,
+                "verdict_control": paired[r.pair_id].binding if r.pair_id in paired else None,
             }
             for r, rank in zip(ordered, ranks)
         ]

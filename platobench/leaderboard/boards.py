@@ -4,15 +4,16 @@ every renderer (Markdown, HTML, plots) shares. Renderers depend on this module, 
 A *board* is every record of one setting measured on one sample set (same dataset fingerprint) with pairs of
 one modality pair (text x vision, vision x vision, text x text): scores are only ranked against scores of the
 same protocol on the same samples and inputs. Ranks are the ones the data can
-support (platobench/leaderboard/ranks.py): a record whose CI overlaps the CI of its tie group's leader shares
-the leader's rank, shown as "1=" (competition ranking: "1=, 1=, 3"); a record whose score is not finite is
+support (platobench/leaderboard/ranks.py): a record that its tie group's leader is not separated from (by
+their paired difference on the same subsets, platobench/leaderboard/paired.py; by overlapping CIs for records
+without subset scores) shares the leader's rank, shown as "1=" (competition ranking: "1=, 1=, 3"); a record whose score is not finite is
 shown as missing and gets no rank. Aggregates never skip missing values: an x model that lacks a
 y reference of its board has no mean (it shows as "missing (k/n)"), and a pair that lacks a setting
 shows as missing in the overview, never as a better mean.
 
 Baselines (zoo family `baseline/`, negative controls) stay in the ranked tables; every row carries its
-verdict against the board's strongest baseline and each board has one sentence saying whether any real
-model beats the baselines beyond the confidence intervals (platobench/leaderboard/baselines.py).
+verdict against its matched baselines (paired tests, Holm-adjusted over the board) and each board has one
+sentence saying how many real pairs beat them (platobench/leaderboard/baselines.py).
 """
 
 from __future__ import annotations
@@ -22,10 +23,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from platobench.errors import UserError
-from platobench.leaderboard.baselines import board_sentence, is_baseline, verdicts
+from platobench.leaderboard.baselines import (
+    PairedVerdict,
+    board_sentence,
+    is_baseline,
+    paired_verdicts,
+    verdicts,
+)
 from platobench.leaderboard.notes import MISSING, NOT_APPLICABLE, UNKNOWN, rank_labels, top5_of
 from platobench.leaderboard.order import DEFAULT_MODALITIES, modality_label, record_key
-from platobench.leaderboard.ranks import tie_ranks
+from platobench.leaderboard.paired import record_ranks
 from platobench.results import ResultRecord
 
 OVERVIEW_ANCHOR = "overview"  # anchors of the sections after the boards, in README.md and index.html
@@ -88,8 +95,13 @@ class Board:
 
     @property
     def verdicts(self) -> dict[str, str]:
-        """pair_id -> verdict against the board's strongest baseline ({} without a baseline row)."""
+        """pair_id -> verdict against the board's baselines ({} without a baseline row)."""
         return verdicts([row.record for row in self.rows])
+
+    @property
+    def paired_verdicts(self) -> dict[str, PairedVerdict]:
+        """pair_id -> paired verdict of each real record that has one (platobench/leaderboard/baselines.py)."""
+        return paired_verdicts([row.record for row in self.rows])
 
     @property
     def sentence(self) -> str:
@@ -121,8 +133,8 @@ def side_headers(modalities: tuple[str, str]) -> tuple[str, str]:
 
 def rank_records(records: list[ResultRecord]) -> list[Ranked]:
     """Ranks of records that share a protocol, best score first (the metric's direction; equal scores in
-    order of the model names): a record whose CI overlaps its tie group leader's CI shares the leader's
-    rank (`tie_ranks`); non-finite scores come last, unranked."""
+    order of the model names): a record its tie group's leader is not separated from shares the leader's
+    rank (`paired.record_ranks`); non-finite scores come last, unranked."""
     if not records:
         return []
     higher = records[0].metric.higher_is_better
@@ -130,8 +142,7 @@ def rank_records(records: list[ResultRecord]) -> list[Ranked]:
         raise UserError("cannot rank records whose metrics disagree on the direction (higher/lower is better)")
     scored = [r for r in records if finite(r.score)]
     scored.sort(key=lambda r: (-r.score if higher else r.score, r.x.name, r.y.name))
-    cis = [None if r.ci is None else (r.ci.lo, r.ci.hi) for r in scored]
-    ranks = tie_ranks([r.score for r in scored], cis, higher)
+    ranks = record_ranks(scored)
     out = [Ranked(rank, r, label) for rank, r, label in zip(ranks, scored, rank_labels(ranks))]
     return out + [Ranked(None, r) for r in records if not finite(r.score)]
 

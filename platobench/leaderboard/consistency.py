@@ -6,7 +6,11 @@ A record is a file anyone can edit. These rules need no features and no recomput
 - the calibrated score follows from the score and the null: paired records (score - null mean) /
   (perfect - null mean), `perfect` the metric's best value (platobench.metrics.stats.calibrated_score);
   zero-shot records (score - chance) / (1 - chance); absent exactly when it cannot be computed;
-- the null's p-value lies in [1 / (B + 1), 1] for B > 0 permutation draws, its std is >= 0.
+- the null's p-value lies in [1 / (B + 1), 1] for B > 0 permutation draws, its std is >= 0;
+- where a record states its draws (paired records since paired verdicts): the interval is the score
+  +- t times the standard error of its subset scores `ci.draws`, clipped to the metric's range
+  (platobench/metrics/resampling.py), and the null's mean, std, count and p-value are those of its
+  `null.draws`; the paired verdicts read these draws, so they must say what the interval and null say.
 
 The leaderboard (and `submit`'s board) refuses a record that breaks one (`consistent_records` names it,
 as conflicting duplicates are named); `platobench check` reports it as invalid. Recomputing (`platobench
@@ -17,11 +21,15 @@ from __future__ import annotations
 
 import math
 
-from platobench.metrics.best_values import BEST_VALUES
+import numpy as np
+
+from platobench.metrics.best_values import BEST_VALUES, RANGES
+from platobench.metrics.resampling import subset_se, t_quantile
 from platobench.results.schema import ResultRecord
 
 GRID_ROUNDING = 1e-8  # grid cells are stored rounded to 8 decimals: |cell - score| <= 5e-9 for the chosen cell
 CALIBRATED_TOL = 1e-9  # calibrated scores are written from the same floats: only printing may round them
+DRAWS_TOL = 1e-9  # intervals and null summaries are computed from the very draws the record states
 
 
 def best_value(record: ResultRecord) -> float | None:
@@ -68,12 +76,43 @@ def inconsistencies(record: ResultRecord) -> list[str]:
             problems.append(f"null p-value {null.p_value} is not in [{floor:.3g}, 1] for {null.n_perm} draws")
         if not null.std >= 0:
             problems.append(f"null std {null.std} is negative")
+    problems += _draws_problems(record)
     if record.kind != "stitch":
         expected = _expected_calibrated(record)
         stated = record.calibrated
         if (stated is None) != (expected is None) or (
                 stated is not None and expected is not None and abs(stated - expected) > CALIBRATED_TOL):
             problems.append(f"calibrated score {stated} does not follow from the score and the null (expected {expected})")
+    return problems
+
+
+def _draws_problems(record: ResultRecord) -> list[str]:
+    """Where the record states draws: whether its interval and null summary follow from them."""
+    problems = []
+    ci, null = record.ci, record.null
+    if ci is not None and ci.draws is not None:
+        try:
+            se = subset_se(ci.draws, ci.scheme, record.dataset.n, ci.subset_size)
+        except ValueError as exc:
+            return [f"the interval's subset scores cannot give a standard error: {exc}"]
+        half = t_quantile(ci.level, len(ci.draws) - 1) * se if 0 < ci.level < 1 else math.nan
+        lo, hi = record.score - half, record.score + half
+        bounds = RANGES.get(record.metric.id)
+        if bounds is not None:
+            lo, hi = max(lo, bounds[0]), min(hi, bounds[1])
+        if not (abs(lo - ci.lo) <= DRAWS_TOL and abs(hi - ci.hi) <= DRAWS_TOL):
+            problems.append(f"the interval [{ci.lo:.6g}, {ci.hi:.6g}] is not the score +- t x the standard error of "
+                            f"its {len(ci.draws)} subset scores ([{lo:.6g}, {hi:.6g}])")
+    if null is not None and null.draws is not None:
+        v = np.asarray(null.draws, dtype=np.float64)
+        exceed = (v >= record.score) if record.metric.higher_is_better else (v <= record.score)
+        p = (1 + int(exceed.sum())) / (v.size + 1)
+        std = float(v.std(ddof=1)) if v.size > 1 else 0.0
+        if v.size != null.n_perm or abs(float(v.mean()) - null.mean) > DRAWS_TOL or abs(std - null.std) > DRAWS_TOL \
+                or abs(p - null.p_value) > DRAWS_TOL:
+            problems.append(f"the null (mean {null.mean:.6g}, std {null.std:.6g}, p {null.p_value:.4g}, {null.n_perm} "
+                            f"draws) is not that of its {v.size} stated draws (mean {float(v.mean()):.6g}, "
+                            f"std {std:.6g}, p {p:.4g})")
     return problems
 
 

@@ -14,7 +14,7 @@ each board's section (id `Board.anchor`, boards in the order of platobench/leade
 script scrolls to a section without touching the fragment's state); each board's figures and its heatmaps,
 in a regular grid best pair first, sit in its own section.
 Baseline rows (zoo family `baseline/`) are shaded and their baseline model carries a "baseline" tag; the
-verdict column and the sentence under each table compare real pairs with the board's strongest baseline.
+verdict column and the sentence under each table compare real pairs with their matched baselines.
 """
 
 from __future__ import annotations

@@ -22,8 +22,9 @@ PARAMS_RULE = (f"Parameter counts: {NOT_APPLICABLE} = not applicable (a baseline
                f"{UNKNOWN} = a real model whose record gives no count.")
 
 TIE_RULE = ("A rank marked = is shared: walking down the table best first, a row joins the group of the "
-            "row that leads it when both have a CI and the two CIs overlap, and a row without a CI never "
-            "shares a rank (competition ranking: 1=, 1=, 3, ...).")
+            "row that leads it unless their paired difference on the same subsets separates them at .05 "
+            "(records without subset scores: when both have a CI and the two CIs overlap), and a row "
+            "without either never shares a rank (competition ranking: 1=, 1=, 3, ...).")
 
 
 def rank_labels(ranks: Sequence[int | None]) -> list[str]:

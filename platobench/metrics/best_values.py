@@ -1,7 +1,9 @@
-"""Each registered metric's best possible value, importable without torch (the leaderboard's calibrated
-intervals and record consistency rules need it while building a board without plots).
+"""Each registered metric's range and best possible value, importable without torch (the leaderboard's
+calibrated intervals, paired verdicts and record consistency rules need them while building a board
+without plots).
 
-The numbers restate the `range` of each `Metric` descriptor (the best end in the metric's direction);
+The numbers restate the `range` of each `Metric` descriptor (RANGES; BEST_VALUES the best end in the
+metric's direction);
 tests/test_metric_contracts.py checks that they agree with the registry, so a metric added there without
 an entry here fails the tests. None: the metric has no known best value (CKNNA's range is unbounded).
 """
@@ -19,4 +21,15 @@ BEST_VALUES: dict[str, float | None] = {
     "svcca": 1.0,
 }
 
-__all__ = ["BEST_VALUES"]
+RANGES: dict[str, tuple[float, float] | None] = {
+    "cka": (-1.0, 1.0),
+    "cknna": None,
+    "cycle_knn": (0.0, 1.0),
+    "lcs_knn": (0.0, 1.0),
+    "mutual_knn": (0.0, 1.0),
+    "rotation_residual": (0.0, 2.0),
+    "rotation_residual_heldout": (0.0, 4.0),
+    "svcca": (0.0, 1.0),
+}
+
+__all__ = ["BEST_VALUES", "RANGES"]

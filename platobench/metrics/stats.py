@@ -46,13 +46,13 @@ from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 import torch
-from scipy import stats as scipy_stats
 from tqdm.auto import tqdm
 
 from platobench.errors import UserError
 from platobench.metrics.api import LayerSummaries, summarize_layers
 from platobench.metrics.preprocess import LayerStack, RowSubset, prepared_layers
 from platobench.metrics.registry import INTERVAL_SCHEMES, Metric, get_metric
+from platobench.metrics.resampling import subset_se, t_quantile
 from platobench.metrics.selection import Selection, reduce_grids, select, select_index
 from platobench.metrics.validation import check_fraction, check_int
 
@@ -243,6 +243,94 @@ def _subsets(scheme: str, n: int, n_sub: int, size: int, gen: torch.Generator) -
             yield torch.randperm(n, generator=gen)[:size].sort().values
 
 
+@dataclass(frozen=True)
+class SubsetDraws:
+    """The B subset scores of one selected score (`subset_draws`): `scores` [B] in subset order, drawn by
+    `scheme` with `size` of the `n` samples in each; `observed` the full-sample score; `bounds` the
+    metric's range (None: unbounded)."""
+
+    observed: float
+    scores: np.ndarray
+    scheme: str
+    n: int
+    size: int
+    bounds: tuple[float, float] | None
+
+    @property
+    def se(self) -> float:
+        """The standard error (platobench/metrics/resampling.py)."""
+        return subset_se(self.scores, self.scheme, self.n, self.size)
+
+    def interval(self, level: float) -> Interval:
+        """observed +- t_{B-1, (1+level)/2} se, clipped to the metric's range."""
+        half = t_quantile(level, len(self.scores) - 1) * self.se
+        lo, hi = self.observed - half, self.observed + half
+        if self.bounds is not None:
+            lo, hi = max(lo, self.bounds[0]), min(hi, self.bounds[1])
+        return Interval(lo, hi)
+
+
+def subset_draws(
+    metric: str,
+    Xs: Any,
+    Ys: Any,
+    *,
+    selection: str | tuple[int, int] = "best",
+    n_sub: int = 50,
+    frac: float = 0.5,
+    seed: int = 0,
+    preprocess: str = "none",
+    summaries: LayerSummaries | None = None,
+    progress: bool | None = None,
+    scheme: str | None = None,
+    **params: Any,
+) -> SubsetDraws:
+    """The selected score on each of B subsets of the samples, drawn as the metric declares (module
+    docstring; arguments as in `subsample_ci`). The subsets depend only on (seed, N, scheme, B, size):
+    every pair scored under one setting on one sample set is scored on the same subsets, so their
+    subset scores pair (platobench/metrics/resampling.py)."""
+    n_sub = check_int(n_sub, "n_sub", 2)
+    check_fraction(frac, "frac")
+    seed = check_int(seed, "seed", 0)
+    full = summaries if summaries is not None else summarize_layers(metric, Xs, Ys, preprocess=preprocess, **params)
+    m = full.metric
+    grid = full.grid()
+    obs = select(grid, selection, m.higher_is_better).score
+    fixed = select_index(tuple(grid.shape), selection)
+    only = {} if fixed is None else {"x_layers": [fixed[0]], "y_layers": [fixed[1]]}
+    sub_selection = selection if fixed is None else (0, 0)
+    n = full.n
+    scheme = scheme or m.interval
+    if scheme not in INTERVAL_SCHEMES:
+        raise UserError(f"interval scheme must be one of {INTERVAL_SCHEMES}, got {scheme!r}")
+    size = subset_size(scheme, n, n_sub, frac)
+    stacks = _stack(Xs, "Xs"), _stack(Ys, "Ys")
+    gen = torch.Generator().manual_seed(seed)
+    scores = []
+    for idx in _draws(_subsets(scheme, n, n_sub, size, gen), n_sub, f"interval {m.id}", progress):
+        try:
+            sub = summarize_layers(
+                metric, RowSubset(stacks[0], idx), RowSubset(stacks[1], idx), preprocess=preprocess, **only, **params
+            )
+        except UserError as exc:
+            raise UserError(f"subsample_ci: subsets of {len(idx)} samples are too small for {metric}: {exc}") from None
+        scores.append(select(sub.grid(), sub_selection, m.higher_is_better).score)
+    return SubsetDraws(obs, np.asarray(scores, dtype=np.float64), scheme, n, size, m.range)
+
+
+def subset_size(scheme: str, n: int, n_sub: int, frac: float) -> int:
+    """Samples in each subset: N - ceil(N / B) for the jackknife, round(frac N) for subsampling (refused
+    when it leaves nothing to resample)."""
+    if scheme == "jackknife":
+        if n_sub > n:
+            raise UserError(f"n_sub={n_sub} jackknife groups out of N={n} samples; expected at most N groups")
+        return n - math.ceil(n / n_sub)
+    size = round(frac * n)
+    if not 2 <= size <= n - 1:
+        raise UserError(f"frac={frac} gives subsets of {size} samples out of N={n}; expected 2 <= m <= N - 1")
+    return size
+
+
 def subsample_ci(
     metric: str,
     Xs: Any,
@@ -268,47 +356,6 @@ def subsample_ci(
     for a fixed layer pair ("last", "i,j") each subset summarises only that pair. scheme: "jackknife" or
     "subsample" in place of the metric's own `Metric.interval` (to compare them; records use the metric's).
     """
-    n_sub = check_int(n_sub, "n_sub", 2)
-    check_fraction(frac, "frac")
     check_fraction(level, "level")
-    seed = check_int(seed, "seed", 0)
-    full = summaries if summaries is not None else summarize_layers(metric, Xs, Ys, preprocess=preprocess, **params)
-    m = full.metric
-    grid = full.grid()
-    obs = select(grid, selection, m.higher_is_better).score
-    fixed = select_index(tuple(grid.shape), selection)
-    only = {} if fixed is None else {"x_layers": [fixed[0]], "y_layers": [fixed[1]]}
-    sub_selection = selection if fixed is None else (0, 0)
-    n = full.n
-    scheme = scheme or m.interval
-    if scheme not in INTERVAL_SCHEMES:
-        raise UserError(f"interval scheme must be one of {INTERVAL_SCHEMES}, got {scheme!r}")
-    if scheme == "jackknife":
-        if n_sub > n:
-            raise UserError(f"n_sub={n_sub} jackknife groups out of N={n} samples; expected at most N groups")
-        size = n - math.ceil(n / n_sub)
-    else:
-        size = round(frac * n)
-        if not 2 <= size <= n - 1:
-            raise UserError(f"frac={frac} gives subsets of {size} samples out of N={n}; expected 2 <= m <= N - 1")
-    stacks = _stack(Xs, "Xs"), _stack(Ys, "Ys")
-    gen = torch.Generator().manual_seed(seed)
-    scores = []
-    for idx in _draws(_subsets(scheme, n, n_sub, size, gen), n_sub, f"interval {m.id}", progress):
-        try:
-            sub = summarize_layers(
-                metric, RowSubset(stacks[0], idx), RowSubset(stacks[1], idx), preprocess=preprocess, **only, **params
-            )
-        except UserError as exc:
-            raise UserError(f"subsample_ci: subsets of {len(idx)} samples are too small for {metric}: {exc}") from None
-        scores.append(select(sub.grid(), sub_selection, m.higher_is_better).score)
-    s = np.asarray(scores, dtype=np.float64)
-    if scheme == "jackknife":
-        se = math.sqrt((n_sub - 1) / n_sub * float(((s - s.mean()) ** 2).sum()))
-    else:
-        se = float(s.std(ddof=1)) * math.sqrt(size / (n - size))
-    half = float(scipy_stats.t.ppf(0.5 + level / 2, n_sub - 1)) * se
-    lo, hi = obs - half, obs + half
-    if m.range is not None:
-        lo, hi = max(lo, m.range[0]), min(hi, m.range[1])
-    return Interval(lo, hi)
+    return subset_draws(metric, Xs, Ys, selection=selection, n_sub=n_sub, frac=frac, seed=seed, preprocess=preprocess,
+                        summaries=summaries, progress=progress, scheme=scheme, **params).interval(level)

@@ -114,6 +114,18 @@ class MetricRef(_Strict):
     higher_is_better: bool
 
 
+def _omit_none(out: dict[str, Any], *names: str) -> dict[str, Any]:
+    """`out` without the keys `names` whose value is None: a record written before a field existed is
+    written back byte for byte."""
+    for name in names:
+        if out.get(name) is None:
+            out.pop(name, None)
+    return out
+
+
+Draws = list[Number]
+
+
 class NullRef(_Strict):
     mean: Number
     std: Number
@@ -121,6 +133,13 @@ class NullRef(_Strict):
     n_perm: Count
     seed: Count
     method: str = "permute pairing; layer selection inside each draw"
+    # The B null scores in draw order (paired records since paired verdicts): two records of one setting on
+    # one sample set share the permutations, so their excesses over the null pair draw by draw.
+    draws: Draws | None = None
+
+    @model_serializer(mode="wrap")
+    def _omit_unstated(self, handler: Any) -> dict[str, Any]:
+        return _omit_none(handler(self), "draws")
 
 
 class IntervalRef(_Strict):
@@ -132,14 +151,27 @@ class IntervalRef(_Strict):
     # independent of N) or "expected_at_n" (the expected score of N samples); absent in records written
     # before it was stated, and in zero-shot and stitch records, whose intervals say what they are in `method`.
     estimand: Literal["population", "expected_at_n"] | None = None
+    # How the subsets were drawn (platobench/metrics/resampling.py: "jackknife" or "subsample"), the
+    # samples in each, and the selected score on each subset in subset order: paired records state them
+    # (since paired verdicts), so that two records of one setting on one sample set, scored on the same
+    # subsets, can be compared by their subset-wise differences.
+    scheme: Literal["jackknife", "subsample"] | None = None
+    subset_size: Count | None = Field(default=None, ge=1)
+    draws: Draws | None = None
 
     @model_serializer(mode="wrap")
-    def _omit_unstated_estimand(self, handler: Any) -> dict[str, Any]:
-        """An older record, which never stated its estimand, is written back byte for byte."""
-        out = handler(self)
-        if out.get("estimand") is None:
-            out.pop("estimand", None)
-        return out
+    def _omit_unstated(self, handler: Any) -> dict[str, Any]:
+        """An older record, which never stated these, is written back byte for byte."""
+        return _omit_none(handler(self), "estimand", "scheme", "subset_size", "draws")
+
+    @model_validator(mode="after")
+    def _draws_stated_together(self) -> IntervalRef:
+        stated = [self.scheme is not None, self.subset_size is not None, self.draws is not None]
+        if any(stated) and not all(stated):
+            raise ValueError("an interval states its scheme, subset_size and draws together or none of them")
+        if self.draws is not None and len(self.draws) < 2:
+            raise ValueError(f"an interval's draws need at least 2 subset scores, got {len(self.draws)}")
+        return self
 
 
 class ResultRecord(_Strict):

@@ -1,0 +1,220 @@
+"""Paired verdicts and ranks (platobench/leaderboard/paired.py, baselines.py) from the subset scores and null
+draws records state, the resampling helpers they use (platobench/metrics/resampling.py), and the rules
+that keep a record's draws honest (consistency, check)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from platobench.bench.check_fields import compare
+from platobench.bench.scoring import score_paired
+from platobench.bench.settings import Setting
+from platobench.leaderboard import baselines as bl
+from platobench.leaderboard.consistency import inconsistencies
+from platobench.leaderboard.paired import calibrated_difference, raw_difference, record_ranks, unpaired_reason
+from platobench.leaderboard.ranks import tie_ranks
+from platobench.metrics.resampling import holm, paired_difference, subset_se, t_quantile
+from platobench.metrics.stats import permutation_null, subsample_ci
+from platobench.results import DatasetRef, IntervalRef, MetricRef, NullRef, ResultRecord, SideRef
+from platobench.zoo import load_zoo
+
+V = "demo/dinov2-s-imgfocus"
+N, B, SIZE = 644, 20, 322
+CONFIG = {"id": "demo-mknn", "kind": "paired", "seed": 0, "n_ci": B, "ci_fraction": 0.5, "description": "d"}
+SHARED = np.random.default_rng(0).standard_normal(B)  # what every record's subsets share (the samples)
+NULL = np.random.default_rng(1).standard_normal(100)
+
+
+def drawn(x: str, y: str, score: float, *, shared: float = 0.02, own: float = 0.002, seed: int = 0,
+          config: dict | None = None) -> ResultRecord:
+    """A mutual kNN record of demo-mknn whose interval and null follow from the draws it states: subset
+    scores score + shared * SHARED + own * (its own noise), null draws 0.016 + 0.002 * NULL."""
+    subsets = score + shared * SHARED + own * np.random.default_rng(100 + seed).standard_normal(B)
+    half = t_quantile(0.95, B - 1) * subset_se(subsets, "subsample", N, SIZE)
+    null = 0.016 + 0.002 * NULL
+    mean = float(null.mean())
+    return ResultRecord(
+        setting="demo-mknn",
+        metric=MetricRef(id="mutual_knn", params={"k": 10}, preprocess="prh", selection="best", higher_is_better=True),
+        x=SideRef(name=x, modality="text", input="caption:0"),
+        y=SideRef(name=y, modality="vision", input="image"),
+        dataset=DatasetRef(name="tuxpaint", revision="r", n=N, fingerprint="f" * 64),
+        score=score, chance=10 / (N - 1),
+        null=NullRef(mean=mean, std=float(null.std(ddof=1)), p_value=(1 + int((null >= score).sum())) / 101, n_perm=100,
+                     seed=0, draws=null.tolist()),
+        calibrated=(score - mean) / (1 - mean),
+        ci=IntervalRef(lo=max(0.0, score - half), hi=min(1.0, score + half), level=0.95, method="test",
+                       estimand="expected_at_n", scheme="subsample", subset_size=SIZE, draws=subsets.tolist()),
+        extra={"setting_config": config or CONFIG}, runtime_s=0.1,
+    )
+
+
+# -- resampling helpers ------------------------------------------------------------------------------------
+
+def test_subset_se_follows_each_scheme_closed_form():
+    s = np.array([0.1, 0.3, 0.2, 0.4])
+    dev = ((s - s.mean()) ** 2).sum()
+    assert subset_se(s, "jackknife", 100, 75) == pytest.approx(math.sqrt(3 / 4 * dev))
+    assert subset_se(s, "subsample", 100, 25) == pytest.approx(math.sqrt(dev / 3) * math.sqrt(25 / 75))
+    with pytest.raises(ValueError, match="scheme"):
+        subset_se(s, "bootstrap", 100, 50)
+
+
+def test_a_paired_difference_cancels_what_both_scores_share():
+    g = np.random.default_rng(0)
+    shared, own = g.standard_normal(B), g.standard_normal(B)
+    a, b = 0.30 + 0.05 * shared + 0.001 * own, 0.28 + 0.05 * shared
+    d = paired_difference((0.30, 0.28), (a, b), "subsample", N, SIZE)
+    assert d.diff == pytest.approx(0.02)
+    assert d.se == pytest.approx(subset_se(0.001 * own, "subsample", N, SIZE))  # the shared part is gone
+    assert d.se < 0.1 * subset_se(a, "subsample", N, SIZE)
+    assert d.p_greater < 1e-6 and d.p_less > 1 - 1e-6 and d.df == B - 1
+
+
+def test_equal_and_shifted_draws_give_the_exact_p_values():
+    a = np.arange(B) / 64  # binary fractions: a + 0.25 - a is exactly 0.25
+    same = paired_difference((0.25, 0.25), (a, a), "jackknife", N, 600)
+    assert same.se == 0 and same.p_greater == 1 and same.p_less == 1
+    shifted = paired_difference((0.5, 0.25), (a + 0.25, a), "jackknife", N, 600)
+    assert shifted.p_greater == 0 and shifted.p_less == 1
+
+
+def test_holm_multiplies_the_ith_smallest_and_keeps_the_order():
+    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert holm([0.5, 0.9]) == pytest.approx([1.0, 1.0])
+    assert holm([]) == []
+
+
+# -- verdicts ----------------------------------------------------------------------------------------------
+
+def board() -> list[ResultRecord]:
+    """One control (bag-of-words x V) and three real rows. Every interval is about +-.04 wide (the shared
+    subset noise) and the rows lie within .02 of the control: overlapping intervals, but the paired
+    differences tell them apart."""
+    return [
+        drawn("baseline/bag-of-words", V, 0.100, seed=0),
+        drawn("demo/minilm-l6", V, 0.120, seed=1),  # +.02 on shared noise: beats
+        drawn("demo/mpnet-base", V, 0.1002, seed=2),  # the control's score: no evidence
+        drawn("demo/smollm2-135m", V, 0.080, seed=3),  # -.02: below
+    ]
+
+
+def test_paired_verdicts_separate_rows_whose_intervals_overlap():
+    records = board()
+    control, beats, same, below = records
+    assert beats.ci.lo < control.ci.hi and below.ci.hi > control.ci.lo  # the overlap rule would say "within"
+    got = bl.verdicts(records)
+    assert got[beats.pair_id] == bl.BEATS
+    assert got[same.pair_id] == bl.NO_DIFFERENCE
+    assert got[below.pair_id] == bl.BELOW
+    assert got[control.pair_id] == bl.STRONGEST
+    paired = bl.paired_verdicts(records)
+    assert paired[beats.pair_id].controls == (control.pair_id,) and paired[beats.pair_id].binding == control.pair_id
+    assert paired[beats.pair_id].p_holm <= bl.ALPHA < paired[same.pair_id].p_holm
+    sentence = bl.board_sentence(records)
+    assert sentence.startswith("1 of 3 real pairs beat every matched baseline, 1 are below one and 1 show no evidence")
+    assert "Holm-adjusted over the 3 pairs" in sentence
+
+
+def test_a_row_must_beat_every_matched_control():
+    records = board()
+    stronger = drawn("demo/minilm-l6", "baseline/colour-histogram", 0.125, seed=4)  # shares minilm-l6's x side
+    got = bl.verdicts([*records, stronger])
+    assert got[records[1].pair_id] == bl.NO_DIFFERENCE
+    assert set(bl.paired_verdicts([*records, stronger])[records[1].pair_id].controls) == {
+        records[0].pair_id, stronger.pair_id}
+
+
+def test_holm_adjusts_over_the_board():
+    """A row that beats its control at p ~ .02 alone stops beating among many rows that are as close."""
+    control = drawn("baseline/bag-of-words", V, 0.100, own=0.004, seed=0)
+    alone = [control, drawn("demo/minilm-l6", V, 0.114, own=0.004, seed=1)]
+    p = bl.paired_verdicts(alone)[alone[1].pair_id].p
+    assert 0.002 < p < 0.05 and bl.verdicts(alone)[alone[1].pair_id] == bl.BEATS
+    crowd = [*alone, *(drawn(f"demo/m{i}", V, 0.100, own=0.004, seed=10 + i) for i in range(40))]
+    assert bl.verdicts(crowd)[alone[1].pair_id] == bl.NO_DIFFERENCE
+
+
+def test_a_row_without_a_matched_control_is_named_and_unpaired_records_keep_the_overlap_rule():
+    records = board()
+    lone = drawn("demo/minilm-l3", "demo/efficientnet-lite0", 0.2, seed=5)
+    assert bl.verdicts([*records, lone])[lone.pair_id] == bl.NO_MATCH
+    old = records[1].model_copy(update={"ci": records[1].ci.model_copy(
+        update={"draws": None, "scheme": None, "subset_size": None})})
+    assert unpaired_reason(old, records[0]) == f"{old.pair_id} states no subset scores"
+    assert bl.verdicts([records[0], old])[old.pair_id] == bl.WITHIN  # the intervals overlap
+    assert "1 records state no subset scores" in bl.board_sentence([records[0], old, *records[2:]])
+
+
+def test_records_drawn_differently_do_not_pair():
+    a = drawn("baseline/bag-of-words", V, 0.1)
+    b = drawn("demo/minilm-l6", V, 0.12, config={**CONFIG, "seed": 1})
+    assert unpaired_reason(a, b) == "scored under different setting configurations"
+    assert calibrated_difference(a, b) is None and raw_difference(a, b) is None
+    described = drawn("demo/minilm-l6", V, 0.12, config={**CONFIG, "description": "another"})
+    assert unpaired_reason(a, described) is None  # the description is not part of the protocol
+
+
+def test_ranks_tie_unless_the_paired_difference_separates():
+    control, beats, same, below = board()
+    ordered = [beats, same, control, below]
+    assert record_ranks(ordered) == [1, 2, 2, 4]
+    assert tie_ranks([0.3, 0.29], [(0.2, 0.4), (0.2, 0.4)], True, separated=lambda i, j: True) == [1, 2]
+    assert tie_ranks([0.3, 0.29], [(0.2, 0.4), (0.2, 0.4)], True, separated=lambda i, j: None) == [1, 1]
+
+
+# -- a scored record's draws, and what keeps them honest ----------------------------------------------------
+
+@pytest.fixture(scope="module")
+def scored() -> tuple[ResultRecord, list[torch.Tensor], list[torch.Tensor], Setting]:
+    zoo = load_zoo()
+    g = torch.Generator().manual_seed(0)
+    z = torch.randn(96, 8, generator=g)
+    xs = [z @ torch.randn(8, 12, generator=g) + 0.5 * torch.randn(96, 12, generator=g) for _ in range(2)]
+    ys = [z @ torch.randn(8, 10, generator=g) + 0.5 * torch.randn(96, 10, generator=g)]
+    setting = Setting(id="t", dataset="x", metric="mutual_knn", params={"k": 5}, preprocess="prh", n_perm=30, n_ci=8)
+    ds = DatasetRef(name="synthetic", revision="r", n=96, fingerprint="f" * 64)
+    record = score_paired(setting, zoo.get("demo/minilm-l6"), zoo.get("demo/efficientnet-lite0"), xs, ys, ds, inputs={})
+    return record, xs, ys, setting
+
+
+def test_a_scored_record_states_the_draws_its_interval_and_null_come_from(scored):
+    record, xs, ys, setting = scored
+    assert record.ci.scheme == "subsample" and record.ci.subset_size == 48 and len(record.ci.draws) == 8
+    lo, hi = subsample_ci("mutual_knn", xs, ys, n_sub=8, frac=0.5, seed=0, preprocess="prh", k=5)
+    assert (record.ci.lo, record.ci.hi) == (lo, hi)
+    null = permutation_null("mutual_knn", xs, ys, n_perm=30, seed=0, preprocess="prh", k=5)
+    assert record.null.draws == null.values.tolist()
+    assert inconsistencies(record) == []
+
+
+def test_edited_draws_contradict_the_record(scored):
+    record = scored[0]
+    ci_draws = list(record.ci.draws)
+    ci_draws[0] += 0.05
+    edited = record.model_copy(update={"ci": record.ci.model_copy(update={"draws": ci_draws})})
+    assert any("subset scores" in p for p in inconsistencies(edited))
+    null_draws = list(record.null.draws)
+    null_draws[0] += 0.05
+    edited = record.model_copy(update={"null": record.null.model_copy(update={"draws": null_draws})})
+    assert any("stated draws" in p for p in inconsistencies(edited))
+
+
+def test_check_compares_the_draws_themselves(scored):
+    """Reordering the subset scores keeps the interval but changes every paired difference: check sees it."""
+    record = scored[0]
+    shuffled = record.model_copy(update={"ci": record.ci.model_copy(update={"draws": record.ci.draws[::-1]})})
+    assert inconsistencies(shuffled) == []
+    moved = {d.field: d for d in compare(shuffled, record)}
+    diff = next(d for name, d in moved.items() if name.startswith("ci.draws["))
+    assert diff.moved(1e-6)
+    assert not next(d for name, d in moved.items() if name.startswith("null.draws[")).moved(0.0)
+
+
+def test_an_interval_states_its_draws_whole():
+    with pytest.raises(ValueError, match="together"):
+        IntervalRef(lo=0, hi=1, level=0.95, method="m", draws=[0.1, 0.2])
