@@ -99,7 +99,8 @@ def _records(setting: Setting, board: Board, maps: list[np.ndarray], n: int,
 class VerdictRates:
     """Over `datasets` simulated boards: `power` (row 0 beats) or None for a board-wide null,
     `false_positive` (any null row gets a verdict other than "no evidence"), and the measured `effect`:
-    mean excess difference of row 0 over the control in standard deviations of one calibrated score."""
+    mean excess difference of row 0 over the control in standard deviations of one calibrated score
+    (None for a board-wide null or a single board)."""
 
     metric: str
     n: int
@@ -128,7 +129,7 @@ def verdict_rates(metric: str, board: Board, n: int, datasets: int, *, seed: int
         strong.append(real[0].calibrated)
         control.append(records[0].calibrated)
     effect = None
-    if board.strong_noise is not None:
+    if board.strong_noise is not None and datasets > 1:  # a spread needs two boards
         s, c = np.asarray(strong), np.asarray(control)
         effect = float((s - c).mean() / ((s.std(ddof=1) + c.std(ddof=1)) / 2))
     return VerdictRates(metric, n, datasets, wins / datasets if board.strong_noise is not None else None,
@@ -150,7 +151,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         base, strong = NOISE[metric]
         alt = verdict_rates(metric, Board(k=args.k, noise=base, strong_noise=strong), args.n, args.datasets)
         null = verdict_rates(metric, Board(k=args.k, noise=base), args.n, args.datasets, seed=1)
-        print(f"| {metric} | {args.n} | {args.datasets} | {alt.power:.3f} | {alt.effect:.2f} | "
+        effect = "-" if alt.effect is None else f"{alt.effect:.2f}"
+        print(f"| {metric} | {args.n} | {args.datasets} | {alt.power:.3f} | {effect} | "
               f"{null.false_positive:.3f} (row 0 null boards: {alt.false_positive:.3f}) | "
               f"{alt.seconds + null.seconds:.0f} |", flush=True)
     return 0
