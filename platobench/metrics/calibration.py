@@ -29,10 +29,10 @@ from typing import Any
 
 import numpy as np
 import torch
-from scipy import stats as scipy_stats
 
 from platobench.metrics.api import summarize_layers
 from platobench.metrics.registry import get_metric
+from platobench.metrics.resampling import t_quantile
 from platobench.metrics.selection import select, select_index
 from platobench.metrics.stats import chance_level, permutation_null, subsample_ci
 
@@ -240,11 +240,6 @@ def null_size(case: Case, n: int, datasets: int, *, alpha: float = 0.05, seed: i
     return NullSize(case.label, n, datasets, alpha, rejected, above_chance, above_mean)
 
 
-def t_quantile(n_sub: int, level: float = 0.95) -> float:
-    """The t quantile `subsample_ci` multiplies its standard error by."""
-    return float(scipy_stats.t.ppf(0.5 + level / 2, n_sub - 1))
-
-
 def _binomial_se(p: float, k: int) -> float:
     return math.sqrt(max(p * (1 - p), 1e-12) / k)
 
@@ -302,7 +297,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 null = _null_text(size)
                 print(f"| {case.label} | {kind} | {n} | {known} | {cov.coverage:.3f} ± {_binomial_se(cov.coverage, cov.datasets):.3f} | "
                       f"{cov.below / cov.datasets:.3f} / {cov.above / cov.datasets:.3f} | "
-                      f"{cov.half_width / (t_quantile(case.n_sub) * cov.score_sd):.2f} | {null} | {time.perf_counter() - t0:.0f} |", flush=True)
+                      f"{cov.half_width / (t_quantile(0.95, case.n_sub - 1) * cov.score_sd):.2f} | {null} | {time.perf_counter() - t0:.0f} |", flush=True)
                 size = None  # printed once per (case, N)
     return 0
 
