@@ -5,6 +5,10 @@ STAMP  := $(VENV)/.platobench-installed
 FLOORS ?= .venv-floors
 FLOORS_STAMP := $(FLOORS)/.platobench-installed
 PYTEST_ARGS ?=
+# pytest-xdist workers: one per core of the 2-core build machines; each worker takes whole test files
+# (`loadfile`), so a module's fixtures are built once. WORKERS=0 runs the suite in one process.
+WORKERS ?= 2
+XDIST   := -n $(WORKERS) --dist loadfile
 
 .PHONY: install test test-fast test-floors calibrate demo board bench lint clean
 
@@ -18,13 +22,13 @@ $(STAMP): pyproject.toml requirements-demo.txt scripts/install_python.sh scripts
 	touch $@
 
 test: install  ## the whole suite, slow real-model tests included (what CI runs)
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	$(PY) -m pytest -q $(XDIST) $(PYTEST_ARGS)
 
 test-fast: install  ## skip the tests marked slow
-	$(PY) -m pytest -q -m "not slow and not calibration" $(PYTEST_ARGS)
+	$(PY) -m pytest -q $(XDIST) -m "not slow and not calibration" $(PYTEST_ARGS)
 
 calibrate: install  ## interval coverage and permutation-test size on synthetic populations (CI, after test)
-	$(PY) -m pytest -q -m calibration $(PYTEST_ARGS)
+	$(PY) -m pytest -q $(XDIST) -m calibration $(PYTEST_ARGS)
 
 # The floors venv shares the Debian data and the prepared demo weights ($PLATOBENCH_HOME) of `make install`.
 $(FLOORS_STAMP): pyproject.toml requirements-demo.txt scripts/install_python.sh scripts/floors.py
@@ -33,7 +37,7 @@ $(FLOORS_STAMP): pyproject.toml requirements-demo.txt scripts/install_python.sh 
 
 # Its own hypothesis example database: the one `make test` writes is in a newer hypothesis's format.
 test-floors: install $(FLOORS_STAMP)  ## the fast suite with the lowest version of every requirement (CI, after test)
-	HYPOTHESIS_STORAGE_DIRECTORY=$(FLOORS)/.hypothesis $(FLOORS)/bin/python -m pytest -q -m "not slow and not calibration" $(PYTEST_ARGS)
+	HYPOTHESIS_STORAGE_DIRECTORY=$(FLOORS)/.hypothesis $(FLOORS)/bin/python -m pytest -q $(XDIST) -m "not slow and not calibration" $(PYTEST_ARGS)
 
 demo: install  ## the main job on the offline demo (a slice of the offline board): no network, no GPU
 	$(PY) -m platobench run --pairs demo --settings demo --out results/offline
