@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 WORKER_THREADS = 1
 
 if os.environ.get("PYTEST_XDIST_WORKER"):
@@ -21,3 +23,37 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     import torch
 
     torch.set_num_threads(WORKER_THREADS)
+
+
+# --- the real demo features several test files read --------------------------------------------------------
+
+# (model, dataset, input): full-size entries of the session's feature cache ($PLATOBENCH_HOME) that more than
+# one test file reads, whole or as their first N samples (the store slices a cached superset instead of
+# running the model again): DINOv2-S on the stamps (the encoder, scaling-n and jepa --quick tests), MiniLM-L6
+# on their captions and EfficientNet-Lite0 on the stamps (the README's `check`, the offline regression).
+SHARED_FEATURES = (
+    ("demo/dinov2-s-imgfocus", "tuxpaint", "image"),
+    ("demo/minilm-l6", "tuxpaint", "caption:0"),
+    ("demo/efficientnet-lite0", "tuxpaint", "image"),
+)
+
+
+@pytest.fixture(scope="session")
+def demo_features() -> dict[tuple[str, str, str], object]:
+    """The `SHARED_FEATURES` entries, extracted once into the session's cache and returned by (model,
+    dataset, input). Each pytest-xdist worker walks the list from its own end (gw0 forward, gw1 backward,
+    ...): the store's entry locks make a worker that reaches an entry another is writing wait and then read
+    it, so the two cores extract different models instead of the same one."""
+    from platobench.data import get_dataset
+    from platobench.features.extract import extract
+    from platobench.features.store import FeatureStore
+    from platobench.zoo import load_zoo
+
+    zoo, store = load_zoo(), FeatureStore()
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    order = list(SHARED_FEATURES) if int(worker.removeprefix("gw") or 0) % 2 == 0 else list(reversed(SHARED_FEATURES))
+    entries = {}
+    for model, dataset, prompt in order:
+        entries[(model, dataset, prompt)], _ = extract(zoo.get(model), get_dataset(dataset), store=store,
+                                                       prompt=prompt, progress=False)
+    return entries

@@ -78,7 +78,7 @@ def test_committed_offline_board_is_complete_and_real():
         assert record_path(RESULTS, setting, language, vision).is_file(), (setting, language, vision)
 
 
-def test_offline_subset_reproduces_within_tolerance(tmp_path, capsys):
+def test_offline_subset_reproduces_within_tolerance(tmp_path, capsys, demo_features):
     n = _copy_subset(tmp_path)
     assert main(["check", "--results", str(tmp_path), "--scores-only", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)

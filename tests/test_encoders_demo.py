@@ -77,12 +77,11 @@ def test_causal_lm_caption_alone_equals_inside_left_padded_batch(home, zoo, pool
         torch.testing.assert_close(t[0], a[0], rtol=1e-4, atol=1e-5 * float(a.abs().max()))
 
 
-def test_dinov2_imgfocus_vs_minilm_mutual_knn_beats_shuffled_captions(zoo, dataset):
+def test_dinov2_imgfocus_vs_minilm_mutual_knn_beats_shuffled_captions(zoo, dataset, demo_features):
     """400 Tux Paint stamps and their captions, last layers, l2: .116 aligned against .027 with the
     captions shuffled (measured on the committed offline board's features); the bounds leave room for
-    float rounding, not for a broken pipeline. Extracted through the feature cache of the session's home,
-    so later tests on the first <= 400 stamps (the jepa experiments' --quick runs) slice these features
-    instead of running DINOv2 again."""
+    float rounding, not for a broken pipeline. Sliced from the session's shared entries of all 644 stamps
+    (`conftest.SHARED_FEATURES`), which other test files read too."""
     from platobench.features.extract import extract
     from platobench.features.store import FeatureStore
     from platobench.metrics import score

@@ -26,10 +26,10 @@ def test_two_processes_write_the_same_entry_as_one(tmp_path, monkeypatch):
     env = {**os.environ, "PLATOBENCH_HOME": str(tmp_path / "dp"), "OMP_NUM_THREADS": "1"}
     cmd = [str(Path(sys.executable).parent / "accelerate"), "launch", "--num_processes", "2", "--multi_gpu",
            "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "platobench", "extract",
-           "--model", "demo/minilm-l6", "--dataset", "openclipart-1024", "--limit", "40", "--chunk-size", "8", "--json"]
+           "--model", "demo/minilm-l6", "--dataset", "tuxpaint", "--limit", "40", "--chunk-size", "8", "--json"]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
-    spec, ds = load_zoo().get("demo/minilm-l6"), get_dataset("openclipart-1024", limit=40)
+    spec, ds = load_zoo().get("demo/minilm-l6"), get_dataset("tuxpaint", limit=40)
     parallel = FeatureStore(tmp_path / "dp" / "features")
     single_home = tmp_path / "single"
     monkeypatch.setenv("PLATOBENCH_HOME", str(single_home))

@@ -81,7 +81,7 @@ def test_training_corpus_cannot_be_the_measured_dataset():
 
 
 @pytest.mark.slow
-def test_curve_quick_writes_records_plots_and_the_ratio_table(tmp_path: Path, capsys):
+def test_curve_quick_writes_records_plots_and_the_ratio_table(tmp_path: Path, capsys, demo_features):
     out, report = tmp_path / "curve", tmp_path / "report"
     argv = ["jepa", "curve", "--corpus", "wordnet", "--vision", VISION, "--quick", "--out", str(out),
             "--report", str(report)]
@@ -112,7 +112,7 @@ def test_curve_quick_writes_records_plots_and_the_ratio_table(tmp_path: Path, ca
 
 
 @pytest.mark.slow
-def test_scaling_quick_predicts_before_training_the_heldout_runs(tmp_path: Path, capsys):
+def test_scaling_quick_predicts_before_training_the_heldout_runs(tmp_path: Path, capsys, demo_features):
     out, report = tmp_path / "scaling", tmp_path / "report"
     argv = ["jepa", "scaling", "--corpus", "wordnet", "--vision", VISION, "--quick", "--out", str(out),
             "--report", str(report), "--json"]

@@ -214,19 +214,12 @@ def test_quantile_rank_follows_the_installed_torch():
             assert torch.equal(got, torch.quantile(x, 0.95, dim=1)), (dtype, n)
 
 
-def cached_demo_entries(limit: int) -> list:
-    from platobench.features.store import FeatureStore
-
-    entries = FeatureStore().find(lambda m: str(m.get("key", {}).get("model", "")).startswith("demo/"))
-    return sorted(entries, key=lambda e: e.digest)[:limit]
-
-
 @pytest.mark.slow
-@pytest.mark.skipif(not cached_demo_entries(1), reason="no demo-model features in the platobench cache")
-def test_prh_on_cached_real_features_equals_torch_quantile():
-    """Real features (the demo models' entries in the cache): per-sample quantiles and the clamp value
-    equal torch.quantile's on the whole stack, bit for bit; also for a subset of the samples."""
-    for entry in cached_demo_entries(6):
+def test_prh_on_cached_real_features_equals_torch_quantile(demo_features):
+    """Real features (the demo models' entries the session extracts once, `conftest.SHARED_FEATURES`):
+    per-sample quantiles and the clamp value equal torch.quantile's on the whole stack, bit for bit; also
+    for a subset of the samples."""
+    for entry in demo_features.values():
         layers = list(entry.layers)
         stack = LayerStack(layers, entry.key["model"])
         assert torch.equal(stack.prh_row_quantiles(), quantile_reference(layers)), entry.key

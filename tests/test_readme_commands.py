@@ -182,7 +182,7 @@ def test_cheap_documented_commands_run_as_written(command, scratch, capsys):
 
 
 @pytest.mark.slow
-def test_the_demo_run_leaderboard_and_check_run_as_written(scratch, capsys):
+def test_the_demo_run_leaderboard_and_check_run_as_written(scratch, capsys, demo_features):
     """`make demo`'s two commands on copies of the committed records: every record is reused (nothing is
     recomputed), the board is printed and built; `check --scores-only` recomputes the demo's scores."""
     assert main(shlex.split("platobench run --pairs demo --settings demo --out results/offline")[1:]) == 0

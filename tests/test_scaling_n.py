@@ -104,7 +104,7 @@ def test_refusals(capsys, extra, message):
 
 
 @pytest.mark.slow
-def test_scaling_n_on_real_weights(tmp_path: Path, capsys):
+def test_scaling_n_on_real_weights(tmp_path: Path, capsys, demo_features):
     argv = ["scaling-n", "--dataset", "tuxpaint", "--min-n", "128", "--draws", "2", "--synthetic-max", "256",
             "--synthetic-draws", "2", "--report", str(tmp_path), "--json"]
     assert cli.main(argv) == 0

@@ -14,6 +14,7 @@ from platobench.jepa.experiment_options import (
     load_corpus,
     logger,
     parse_examples,
+    quick_eval,
     vision_models,
 )
 
@@ -84,7 +85,8 @@ def _curve(args: argparse.Namespace) -> int:
     settings = [experiment_setting(s, SETTING_PREFIX, keep_null=args.null)
                 for s in Catalog(args.settings_file).resolve_settings(args.settings)]
     config = CurveConfig(
-        train=TrainConfig(size=args.size, batch_size=args.batch_size, lr=args.lr, heldout_fraction=args.heldout),
+        train=TrainConfig(size=args.size, batch_size=args.batch_size, lr=args.lr, heldout_fraction=args.heldout,
+                          **quick_eval(args.quick)),
         recipes=recipes, seeds=list(range(seeds)), examples=examples, vision=vision_models(zoo, args.vision),
         settings=settings, out=args.out, report=args.report, level=level, device=args.device, keep_checkpoints=args.keep_checkpoints,
         eval_limit=args.eval_limit or quick.get("eval_limit"),

@@ -12,6 +12,11 @@ from platobench.cli_options import add_device_option, add_json_option
 from platobench.errors import UserError
 from platobench.jepa.sizes import SIZES
 
+# --quick: the held-out sets measured at every training evaluation (TrainConfig.eval_pairs, .eval_captions).
+# The defaults (256 pairs, 2,048 captions) made the held-out loss of the next-token runs (a 30k-way softmax
+# over 256 documents at every snapshot) a third of `jepa curve --quick`'s training time.
+QUICK_EVAL = {"eval_pairs": 64, "eval_captions": 128}
+
 
 def add_training_options(p: argparse.ArgumentParser, *, out: str, report: str, examples: str) -> None:
     """--corpus, --limit, --size, --batch-size, --lr, --heldout, --examples, --eval-limit, --quick, --out,
@@ -32,14 +37,20 @@ def add_training_options(p: argparse.ArgumentParser, *, out: str, report: str, e
     p.add_argument("--eval-limit", type=int, default=None,
                    help="score on the first N samples of each setting's data (a quick test; default all)")
     p.add_argument("--quick", action="store_true",
-                   help="a CI-sized run: 2,000 corpus items, tiny example counts, 128 evaluation samples; "
-                        "its numbers test the wiring, not the claim")
+                   help="a CI-sized run: 2,000 corpus items, tiny example counts, 128 evaluation samples, "
+                        f"{QUICK_EVAL['eval_pairs']} held-out pairs for the training losses and "
+                        f"{QUICK_EVAL['eval_captions']} for the effective rank; its numbers test the wiring, not the claim")
     p.add_argument("--out", type=Path, default=Path(out), help=f"results folder of the records (default {out})")
     p.add_argument("--report", type=Path, default=Path(report),
                    help=f"folder of the summary, tables and plots, outside --out (default {report})")
     add_device_option(p, used_for="extraction (training picks its own)")
     add_json_option(p, what="the summary")
     add_catalog_options(p)
+
+
+def quick_eval(quick: bool) -> dict[str, int]:
+    """TrainConfig's held-out evaluation sizes under --quick; {} (TrainConfig's defaults) otherwise."""
+    return dict(QUICK_EVAL) if quick else {}
 
 
 def parse_examples(text: str, batch_size: int) -> list[int]:

@@ -14,6 +14,7 @@ from platobench.jepa.experiment_options import (
     load_corpus,
     logger,
     parse_examples,
+    quick_eval,
     vision_models,
 )
 
@@ -78,7 +79,8 @@ def _scaling(args: argparse.Namespace) -> int:
     if setting.kind != "paired":
         raise UserError(f"--setting {setting.id}: a {setting.kind} setting; the law is fitted on a paired setting")
     config = ScalingConfig(
-        train=TrainConfig(size=args.size, batch_size=args.batch_size, lr=args.lr, heldout_fraction=args.heldout),
+        train=TrainConfig(size=args.size, batch_size=args.batch_size, lr=args.lr, heldout_fraction=args.heldout,
+                          **quick_eval(args.quick)),
         fit_shares=fit, heldout_shares=heldout,
         examples=parse_examples(args.examples or quick.get("examples", DEFAULT_EXAMPLES), args.batch_size),
         vision=vision, setting=experiment_setting(setting, SETTING_PREFIX, keep_null=False), out=args.out, report=args.report,
