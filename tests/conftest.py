@@ -1,4 +1,5 @@
-"""Suite-wide settings for running the tests on several pytest-xdist workers (`make test`: one per core).
+"""Suite-wide settings for running the tests on several pytest-xdist workers (`make test`: one per core), and
+the session fixture `demo_features` (real demo features several test files read, extracted once).
 
 Each worker is a process of its own, and torch gives every process one intra-op thread per core: two
 workers on two cores then run four busy threads (plus the data-loader and subprocess threads of the
@@ -12,8 +13,12 @@ records already tolerates (`platobench check`'s tolerance and the rounding-sensi
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from platobench.features.store import FeatureEntry
 
 WORKER_THREADS = 1
 
@@ -39,7 +44,7 @@ SHARED_FEATURES = (
 
 
 @pytest.fixture(scope="session")
-def demo_features() -> dict[tuple[str, str, str], object]:
+def demo_features() -> dict[tuple[str, str, str], FeatureEntry]:
     """The `SHARED_FEATURES` entries, extracted once into the session's cache and returned by (model,
     dataset, input). Each pytest-xdist worker walks the list from its own end (gw0 forward, gw1 backward,
     ...): the store's entry locks make a worker that reaches an entry another is writing wait and then read
@@ -51,7 +56,7 @@ def demo_features() -> dict[tuple[str, str, str], object]:
 
     zoo, store = load_zoo(), FeatureStore()
     worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
-    order = list(SHARED_FEATURES) if int(worker.removeprefix("gw") or 0) % 2 == 0 else list(reversed(SHARED_FEATURES))
+    order = SHARED_FEATURES if int(worker.removeprefix("gw") or 0) % 2 == 0 else SHARED_FEATURES[::-1]
     entries = {}
     for model, dataset, prompt in order:
         entries[(model, dataset, prompt)], _ = extract(zoo.get(model), get_dataset(dataset), store=store,
