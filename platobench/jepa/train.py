@@ -20,6 +20,7 @@ from accelerate import Accelerator
 from accelerate.utils import set_seed
 from transformers import get_constant_schedule_with_warmup, get_cosine_schedule_with_warmup
 
+from platobench.encoders.cpu_memory import keep_freed_memory
 from platobench.jepa.checkpoint import load_tokenizer
 from platobench.jepa.config import CaptionCorpus, TrainConfig, TrainResult, is_heldout, split
 from platobench.jepa.model import SIZES
@@ -101,6 +102,8 @@ def train(
     _check_config(config)
     use_bf16 = torch.cuda.is_available() and torch.cuda.is_bf16_supported()
     accelerator = Accelerator(mixed_precision="bf16" if use_bf16 else "no", cpu=not torch.cuda.is_available())
+    if accelerator.device.type == "cpu":
+        keep_freed_memory()  # each step's freed activations are reused, not returned to the kernel
     set_seed(config.seed)
     train_idx, heldout_idx = split(corpus, config.heldout_fraction)
     global_batch = config.batch_size * accelerator.num_processes
