@@ -13,6 +13,7 @@ from platobench import cli, paths
 from platobench.bench.settings import Catalog
 from platobench.errors import UserError
 from platobench.jepa.curve import SETTING_PREFIX, check_no_overlap
+from platobench.jepa.experiment_options import QUICK_EVAL_LIMIT
 from platobench.jepa.snapshot_scoring import experiment_setting
 from platobench.jepa.train import CaptionCorpus
 from platobench.results import load_records
@@ -97,7 +98,7 @@ def test_curve_quick_writes_records_plots_and_the_ratio_table(tmp_path: Path, ca
             for r in curves}
     assert seen == {(rec, s, n) for rec in ("jepa-good", "jepa-bad", "ntp") for s in (0, 1) for n in (0, 64, 128, 256)}
     assert {r.x.kind for r in curves} == {"text_jepa", "causal_lm"}
-    assert all(r.extra["limit"] == 128 for r in records)
+    assert all(r.extra["limit"] == QUICK_EVAL_LIMIT for r in records)
     assert len(summary["tables"]) == 3 and len(summary["plots"]) == 3
     for table in summary["tables"]:
         assert table["reference"] == "jepa-good" and set(table["recipes"]) == {"jepa-bad", "ntp"}

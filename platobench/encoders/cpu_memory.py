@@ -40,9 +40,10 @@ def _mallopt_glibc() -> bool:
         return False
     try:
         libc = ctypes.CDLL(name)
-        libc.gnu_get_libc_version  # only glibc has it (musl and macOS have mallopt semantics of their own)
         mallopt = libc.mallopt
-    except (OSError, AttributeError):
+    except OSError:
+        return False
+    if not hasattr(libc, "gnu_get_libc_version"):  # only glibc has it; musl and macOS tune malloc otherwise
         return False
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     return bool(mallopt(M_MMAP_MAX, 0)) and bool(mallopt(M_TRIM_THRESHOLD, _MAX_INT))

@@ -9,6 +9,7 @@ from typing import Any
 from platobench import paths
 from platobench.errors import UserError
 from platobench.jepa.experiment_options import (
+    QUICK_EVAL_LIMIT,
     add_training_options,
     check_common,
     load_corpus,
@@ -21,7 +22,7 @@ from platobench.jepa.experiment_options import (
 DEFAULT_OBJECTIVES = "jepa-good,jepa-bad,ntp"
 DEFAULT_SETTINGS = "demo-mknn,demo-cka,zs-tuxpaint"
 DEFAULT_EXAMPLES = "256:32768:8"
-QUICK = {"limit": 2000, "examples": "64:256:3", "eval_limit": 128, "seeds": 2}
+QUICK = {"limit": 2000, "examples": "64:256:3", "eval_limit": QUICK_EVAL_LIMIT, "seeds": 2}
 
 
 def register(sub: Any) -> None:

@@ -16,6 +16,9 @@ from platobench.jepa.sizes import SIZES
 # The defaults (256 pairs, 2,048 captions) made the held-out loss of the next-token runs (a 30k-way softmax
 # over 256 documents at every snapshot) a third of `jepa curve --quick`'s training time.
 QUICK_EVAL = {"eval_pairs": 64, "eval_captions": 128}
+# --quick: the samples scored per setting (per class on class datasets), the smallest size at which the
+# interval subsets of the demo settings' records hold enough distinct rows (as `run --limit 32` on the demo board)
+QUICK_EVAL_LIMIT = 32
 
 
 def add_training_options(p: argparse.ArgumentParser, *, out: str, report: str, examples: str) -> None:
@@ -37,7 +40,8 @@ def add_training_options(p: argparse.ArgumentParser, *, out: str, report: str, e
     p.add_argument("--eval-limit", type=int, default=None,
                    help="score on the first N samples of each setting's data (a quick test; default all)")
     p.add_argument("--quick", action="store_true",
-                   help="a CI-sized run: 2,000 corpus items, tiny example counts, 128 evaluation samples, "
+                   help=f"a CI-sized run: 2,000 corpus items, tiny example counts, {QUICK_EVAL_LIMIT} evaluation samples "
+                        "(per class on class datasets), "
                         f"{QUICK_EVAL['eval_pairs']} held-out pairs for the training losses and "
                         f"{QUICK_EVAL['eval_captions']} for the effective rank; its numbers test the wiring, not the claim")
     p.add_argument("--out", type=Path, default=Path(out), help=f"results folder of the records (default {out})")

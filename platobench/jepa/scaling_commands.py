@@ -9,6 +9,7 @@ from typing import Any
 from platobench import paths
 from platobench.errors import UserError
 from platobench.jepa.experiment_options import (
+    QUICK_EVAL_LIMIT,
     add_training_options,
     check_common,
     load_corpus,
@@ -20,7 +21,7 @@ from platobench.jepa.experiment_options import (
 
 DEFAULT_GRID = "0,0.25,0.5,0.75,1/0.1,0.6"
 DEFAULT_EXAMPLES = "1024:32768:6"
-QUICK = {"limit": 2000, "examples": "64:512:4", "eval_limit": 128, "grid": "0,0.5,1/0.25"}
+QUICK = {"limit": 2000, "examples": "64:512:4", "eval_limit": QUICK_EVAL_LIMIT, "grid": "0,0.5,1/0.25"}
 
 
 def register(sub: Any) -> None:
