@@ -18,7 +18,7 @@ from platobench.jepa.snapshot_scoring import experiment_setting
 from platobench.jepa.train import CaptionCorpus
 from platobench.results import load_records
 
-VISION = "demo/dinov2-s-imgfocus"
+VISION = "demo/efficientnet-lite0"  # real weights; the cheapest vision model of the session features
 
 
 def _fails(capsys, argv: list[str], message: str) -> None:
