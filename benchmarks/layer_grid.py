@@ -11,7 +11,8 @@ grid with preprocess="prh" (its ratio to the l2 grid: the cost of the clamp stat
 over `CachedLayers` whose statistics were computed once beforehand (the hot path: the feature store keeps
 them beside each entry; that one computation timed on its own), and the floor,
 one bare symmetric product x x^T per layer of the same 58 layers (the faster of `products.self_product`
-and numpy's float32 `x @ x.T`, OpenBLAS syrk; its ratio: what the grid costs beyond its products);
+and numpy's float32 `x @ x.T`, OpenBLAS syrk; its ratio: what the grid costs beyond its products), and
+the grid's ratio to `self_product` alone (MKL's halving: the products the engine itself makes);
 floor, l2, prh and cached prh are interleaved, best of `--repeats`.
 
 Part 2 (scale): the PRH "val" grid, 454 language-model layers (12 LLMs, hidden states including the
@@ -150,8 +151,9 @@ def _spread_pairs(lx: int, ly: int, count: int, seed: int) -> list[tuple[int, in
     return sorted(random.Random(seed).sample(pairs, min(count, len(pairs))))
 
 
-def _floor_seconds(layers: list[torch.Tensor]) -> tuple[float, str]:
-    """Seconds of one bare x x^T per layer, the faster of torch's `self_product` and numpy's syrk."""
+def _floor_seconds(layers: list[torch.Tensor]) -> dict[str, float]:
+    """Seconds of one bare x x^T per layer by torch's `self_product` (MKL, the products the engine makes)
+    and by numpy's syrk (OpenBLAS)."""
     times = {}
     for name, fn in (("self_product", lambda x: self_product(x, out_dtype=x.dtype)),
                      ("numpy syrk", lambda x: x.numpy() @ x.numpy().T)):
@@ -160,8 +162,7 @@ def _floor_seconds(layers: list[torch.Tensor]) -> tuple[float, str]:
             for x in layers:
                 fn(x)
             times[name] = time.perf_counter() - t
-    best = min(times, key=times.get)
-    return times[best], best
+    return times
 
 
 def part1(n: int, metrics: list[str], baseline_pairs: int, full: bool, repeats: int) -> list[dict]:
@@ -170,12 +171,12 @@ def part1(n: int, metrics: list[str], baseline_pairs: int, full: bool, repeats: 
     rows = []
     for metric in metrics:
         fn, params = BASELINES[metric]
-        best = {"floor": math.inf, "l2": math.inf, "prh": math.inf, "prh_cached": math.inf, "statistics": math.inf}
-        floor_kind, engine_cpu = "", math.inf
+        best = {"self_product": math.inf, "numpy syrk": math.inf, "l2": math.inf, "prh": math.inf,
+                "prh_cached": math.inf, "statistics": math.inf}
+        engine_cpu = math.inf
         for _ in range(repeats):  # interleaved, so that a change of machine load hits all four
-            seconds, kind = _floor_seconds(xs + ys)
-            if seconds < best["floor"]:
-                best["floor"], floor_kind = seconds, kind
+            for kind, seconds in _floor_seconds(xs + ys).items():
+                best[kind] = min(best[kind], seconds)
             t, c = time.perf_counter(), time.process_time()
             grid = layer_grid(metric, xs, ys, preprocess="l2", **params)
             best["l2"], engine_cpu = min(best["l2"], time.perf_counter() - t), min(engine_cpu, time.process_time() - c)
@@ -194,6 +195,7 @@ def part1(n: int, metrics: list[str], baseline_pairs: int, full: bool, repeats: 
             if not torch.equal(cached, prh):
                 raise AssertionError("the grid over cached statistics differs from the grid without")
         engine = best["l2"]
+        floor_kind = min(("self_product", "numpy syrk"), key=best.__getitem__)
         pairs = [(i, j) for i in range(33) for j in range(25)] if full else _spread_pairs(33, 25, baseline_pairs, 0)
         t, c = time.perf_counter(), time.process_time()
         values = [fn(xs[i], ys[j]) for i, j in pairs]
@@ -209,7 +211,8 @@ def part1(n: int, metrics: list[str], baseline_pairs: int, full: bool, repeats: 
             "prh_s": best["prh"], "prh_over_l2": best["prh"] / engine,
             "prh_cached_s": best["prh_cached"], "prh_cached_over_l2": best["prh_cached"] / engine,
             "prh_statistics_s": best["statistics"],
-            "floor_s": best["floor"], "floor": floor_kind, "l2_over_floor": engine / best["floor"],
+            "floor_s": best[floor_kind], "floor": floor_kind, "l2_over_floor": engine / best[floor_kind],
+            "self_product_s": best["self_product"], "l2_over_self_product": engine / best["self_product"],
             "repeats": repeats, "threads": torch.get_num_threads(),
         })
     return rows
@@ -258,15 +261,15 @@ def _markdown(rows1: list[dict], row2: dict | None) -> str:
     if rows1:
         out += ["| metric | N | grid | engine, l2 (s) | baseline (s) | speed-up | CPU-time speed-up | max abs diff | "
                 "prh (s) | prh / l2 | prh, statistics cached (s) | its / l2 | statistics, once (s) | floor (s) | "
-                "l2 / floor |",
-                "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                "l2 / floor | self_product (s) | l2 / self_product |",
+                "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in rows1:
             est = f" (extrapolated from {r['baseline_pairs_measured']} pairs)" if r["baseline_extrapolated"] else ""
             out.append(f"| {r['metric']} | {r['n']} | {r['grid']} | {r['engine_s']:.2f} | "
                        f"{r['baseline_s']:.1f}{est} | {r['speedup']:.0f}x | {r['speedup_cpu']:.0f}x | {r['max_abs_diff']:.1e} | "
                        f"{r['prh_s']:.2f} | {r['prh_over_l2']:.2f}x | {r['prh_cached_s']:.2f} | "
                        f"{r['prh_cached_over_l2']:.2f}x | {r['prh_statistics_s']:.2f} | {r['floor_s']:.2f} ({r['floor']}) | "
-                       f"{r['l2_over_floor']:.2f}x |")
+                       f"{r['l2_over_floor']:.2f}x | {r['self_product_s']:.2f} | {r['l2_over_self_product']:.2f}x |")
     if row2:
         r = row2
         header = ("| grid (LLM x ViT layers) | N | engine (s) | engine CPU time (s) | "
