@@ -89,3 +89,24 @@ def test_record_says_how_its_interval_was_made_and_what_it_is_for():
                             n_perm=0, n_ci=6), xs, ys).ci
     assert biased.estimand == "expected_at_n"
     assert cka.lo < _score(_setting("cka", n_ci=6), xs, ys).score < cka.hi
+
+
+def test_the_metric_declares_whether_its_records_measure_rounding(monkeypatch):
+    """A plugin metric gets the rounding measurement from its own `neighbour_sets` declaration, not from a
+    list of names elsewhere: the same kNN combiner registered under a new id is measured only when it says
+    it is built on neighbour sets."""
+    import dataclasses
+
+    from platobench.metrics import registry
+
+    mutual = registry.get_metric("mutual_knn")
+    for flag in (True, False):
+        plugin = dataclasses.replace(mutual, id=f"plugin_knn_{flag}", neighbour_sets=flag)
+        monkeypatch.setitem(registry._REGISTRY, plugin.id, plugin)
+    g = torch.Generator().manual_seed(1)
+    z = torch.randn(60, 4, generator=g)
+    xs, ys = [z @ torch.randn(4, 8, generator=g)], [z @ torch.randn(4, 6, generator=g)]
+    measured = _score(_setting().model_copy(update={"metric": "plugin_knn_True"}), xs, ys)
+    silent = _score(_setting().model_copy(update={"metric": "plugin_knn_False"}), xs, ys)
+    assert "rounding" in measured.extra and "rounding" not in silent.extra
+    assert measured.score == silent.score == _score(_setting(), xs, ys).score

@@ -90,3 +90,40 @@ def test_a_fixed_selection_names_the_models_layers_when_constant_layers_are_left
                           DatasetRef(name="d", revision="r", n=60, fingerprint="f" * 64), inputs={})
     assert record.layers == (1, 2) and record.score == pytest.approx(record.grid[1][2], abs=1e-8)
     assert record.grid[1][0] is None and record.extra["excluded_layers"]["y"] == [0]
+
+
+def test_a_layer_constant_on_an_interval_subset_is_left_out_and_said_so():
+    """At small N a layer can vary over all samples and yet be constant on one of the interval's subsets
+    (here a vision layer that differs from the rest in two samples only): the interval could not be drawn
+    on it, so `score_paired` leaves it out like a constant layer and says why, and the interval is drawn
+    on exactly the subsets `interval_subsets` names; without an interval the layer stays."""
+    from platobench.bench.scoring import score_paired
+    from platobench.bench.settings import Setting
+    from platobench.metrics.stats import interval_subsets
+    from platobench.results import DatasetRef
+    from platobench.zoo import load_zoo
+
+    n = 24
+    g = torch.Generator().manual_seed(5)
+    latent = torch.randn(n, 4, generator=g)
+    text = [latent @ torch.randn(4, 6, generator=g) + torch.randn(n, 6, generator=g) for _ in range(2)]
+    sparse = torch.ones(n, 5)
+    sparse[[3, 17]] += torch.randn(2, 5, generator=g)
+    vision = [sparse, latent @ torch.randn(4, 5, generator=g) + torch.randn(n, 5, generator=g)]
+    setting = Setting(id="t", dataset="d", metric="mutual_knn", params={"k": 3}, n_perm=3, n_ci=20)
+    subsets = interval_subsets("mutual_knn", n, n_sub=20, frac=setting.ci_fraction, seed=setting.seed)
+    assert any(not ({3, 17} & set(idx.tolist())) for idx in subsets)  # some subset holds neither sample
+    zoo = load_zoo()
+    sides = zoo.get("demo/minilm-l6"), zoo.get("demo/dinov2-s-imgfocus")
+    ref = DatasetRef(name="d", revision="r", n=n, fingerprint="f" * 64)
+    record = score_paired(setting, *sides, text, vision, ref, inputs={})
+    excluded = record.extra["excluded_layers"]
+    assert excluded["y"] == [0] and excluded["x"] == [] and "one of the interval's 20 subsets" in excluded["why"]
+    assert all(row[0] is None for row in record.grid) and record.layers[1] == 1
+    alone = score_paired(setting, *sides, text, vision[1:], ref, inputs={})
+    assert record.ci.draws == alone.ci.draws and record.score == alone.score
+    without = score_paired(Setting(id="t", dataset="d", metric="mutual_knn", params={"k": 3}, n_perm=3, n_ci=0),
+                           *sides, text, vision, ref, inputs={})
+    assert without.extra["excluded_layers"]["y"] == [] and "subsets" not in without.extra["excluded_layers"]["why"]
+    with pytest.raises(ValueError, match="constant across the samples or on one of the interval's 20 subsets"):
+        score_paired(setting, *sides, text, [sparse], ref, inputs={})

@@ -13,7 +13,13 @@ from platobench.metrics import get_metric
 from platobench.metrics.api import summarize_layers
 from platobench.metrics.cached_layers import take_layers
 from platobench.metrics.selection import kept_selection, select
-from platobench.metrics.stats import chance_level, interval_method, permutation_null, subset_draws
+from platobench.metrics.stats import (
+    chance_level,
+    interval_method,
+    interval_subsets,
+    permutation_null,
+    subset_draws,
+)
 from platobench.metrics.validation import CONSTANT_RTOL, varying_layers
 from platobench.results import (
     DatasetRef,
@@ -27,9 +33,6 @@ from platobench.results import (
 )
 from platobench.zoo import ModelSpec
 
-# Metrics built on discrete neighbour sets: a near tie between two neighbours is decided by float rounding,
-# which differs between CPUs. Their records measure how far rounding-sized noise moves them.
-KNN_METRICS = frozenset({"mutual_knn", "cycle_knn", "lcs_knn", "cknna"})
 ROUNDING_NOISE = 1e-6  # relative; the size of float32 rounding differences between machines
 ROUNDING_DRAWS = 3
 CHECK_TOL = 1e-3  # `platobench check`'s default tolerance
@@ -109,10 +112,18 @@ def score_paired(
     metric = get_metric(setting.metric)
     params = metric.resolve_params(setting.params)
     shape = (len(x_layers), len(y_layers))
+    n = int(x_layers[0].shape[0])
     rows, cols = varying_layers(x_layers), varying_layers(y_layers)
+    on_all = (rows, cols)
+    if setting.n_ci > 0:  # a layer constant on one interval subset has no score there: left out as well
+        subsets = interval_subsets(setting.metric, n, n_sub=setting.n_ci,
+                                   frac=setting.ci_fraction, seed=setting.seed)
+        rows = [i for i in rows if varying_layers([x_layers[i]], subsets=subsets)]
+        cols = [j for j in cols if varying_layers([y_layers[j]], subsets=subsets)]
     if not rows or not cols:
-        side = x.name if not rows else y.name
-        raise ValueError(f"every layer of {side} is constant across the samples; nothing to score")
+        side, kept_on_all = (x.name, on_all[0]) if not rows else (y.name, on_all[1])
+        where = f" or on one of the interval's {setting.n_ci} subsets" if kept_on_all else ""
+        raise ValueError(f"every layer of {side} is constant across the samples{where}; nothing to score")
     # a fixed selection names layers of the whole models: moved to the kept layers' grid
     sel = kept_selection(setting.selection, shape, rows, cols, (x.name, y.name))
     x_layers, y_layers = take_layers(x_layers, rows), take_layers(y_layers, cols)
@@ -120,7 +131,7 @@ def score_paired(
     grid = summaries.grid()
     chosen = select(grid, sel, metric.higher_is_better)
     rounding = (rounding_sensitivity(setting, x_layers, y_layers, params, grid, metric.higher_is_better, sel)
-                if metric.id in KNN_METRICS else {})
+                if metric.neighbour_sets else {})
     last = float(grid[-1, -1]) if (rows[-1], cols[-1]) == (shape[0] - 1, shape[1] - 1) else None
     null = ci = calibrated = None
     if setting.n_perm > 0:
@@ -166,7 +177,9 @@ def score_paired(
             "excluded_layers": {
                 "x": [i for i in range(shape[0]) if i not in rows],
                 "y": [j for j in range(shape[1]) if j not in cols],
-                "why": f"constant across samples (relative spread <= {CONSTANT_RTOL:g})",
+                "why": f"constant across samples (relative spread <= {CONSTANT_RTOL:g})" + (
+                    "" if (rows, cols) == on_all else f", on all {n} samples or on one of the interval's "
+                    f"{setting.n_ci} subsets"),
             },
             **rounding,
         },

@@ -234,7 +234,7 @@ def _knn_metric(
         id=id, params=dict(_PARAMS), higher_is_better=True, symmetric=symmetric, invariances=_KNN_INVARIANCES,
         chance=chance or _no_chance, summarize_x=_summarize, combine=combine, validate=_validate(min_n),
         description=description, range=range, identity_score=identity_score, interval=interval,
-        estimand="expected_at_n", extra={"permute": permute_knn},
+        estimand="expected_at_n", neighbour_sets=True, extra={"permute": permute_knn},
     )
 
 

@@ -90,6 +90,10 @@ class Metric:
         how many samples fit the rotation); or a function of the resolved parameters that returns one
         (CKA: "population" for the unbiased estimator, "expected_at_n" for the biased one, whose bias is
         O(1 / N)). `estimand_for(params)` resolves it.
+    neighbour_sets: the score is built on discrete neighbour sets (the kNN family), so a near tie between
+        two neighbours is decided by float rounding, which differs between CPUs: `run` measures how far
+        rounding-sized noise moves such a record and widens `check`'s tolerance to it
+        (`bench.scoring.rounding_sensitivity`). Continuous scores (CKA, SVCCA, residuals) leave it False.
     extra: optional hooks. extra["permute"](summary, perm) -> the summary of Y[perm] (row a of Y[perm]
         is row perm[a] of Y) computed from the summary of Y without redoing per-layer work; permutation
         nulls use it through `LayerSummaries.grid(perm=...)` (platobench.metrics.api).
@@ -110,6 +114,7 @@ class Metric:
     identity_score: float | None = None
     interval: str = "jackknife"
     estimand: str | Callable[[dict[str, Any]], str] = "population"
+    neighbour_sets: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

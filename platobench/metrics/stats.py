@@ -301,13 +301,11 @@ def subset_draws(
     sub_selection = selection if fixed is None else (0, 0)
     n = full.n
     scheme = scheme or m.interval
-    if scheme not in INTERVAL_SCHEMES:
-        raise UserError(f"interval scheme must be one of {INTERVAL_SCHEMES}, got {scheme!r}")
-    size = subset_size(scheme, n, n_sub, frac)
+    subsets = interval_subsets(metric, n, n_sub=n_sub, frac=frac, seed=seed, scheme=scheme)
+    size = len(subsets[0])
     stacks = _stack(Xs, "Xs"), _stack(Ys, "Ys")
-    gen = torch.Generator().manual_seed(seed)
     scores = []
-    for idx in _draws(_subsets(scheme, n, n_sub, size, gen), n_sub, f"interval {m.id}", progress):
+    for idx in _draws(iter(subsets), n_sub, f"interval {m.id}", progress):
         try:
             sub = summarize_layers(
                 metric, RowSubset(stacks[0], idx), RowSubset(stacks[1], idx), preprocess=preprocess, **only, **params
@@ -316,6 +314,21 @@ def subset_draws(
             raise UserError(f"subsample_ci: subsets of {len(idx)} samples are too small for {metric}: {exc}") from None
         scores.append(select(sub.grid(), sub_selection, m.higher_is_better).score)
     return SubsetDraws(obs, np.asarray(scores, dtype=np.float64), scheme, n, size, m.range)
+
+
+def interval_subsets(metric: str, n: int, *, n_sub: int = 50, frac: float = 0.5, seed: int = 0,
+                     scheme: str | None = None) -> list[torch.Tensor]:
+    """The B sorted index tensors of the samples each interval subset keeps, exactly those `subset_draws`
+    scores for the same (metric, N, B, frac, seed, scheme): the scoring can check its layers on them
+    before any metric runs. `scheme` defaults to the metric's declared `interval`."""
+    n_sub = check_int(n_sub, "n_sub", 2)
+    check_fraction(frac, "frac")
+    seed = check_int(seed, "seed", 0)
+    scheme = scheme or get_metric(metric).interval
+    if scheme not in INTERVAL_SCHEMES:
+        raise UserError(f"interval scheme must be one of {INTERVAL_SCHEMES}, got {scheme!r}")
+    size = subset_size(scheme, n, n_sub, frac)
+    return list(_subsets(scheme, n, n_sub, size, torch.Generator().manual_seed(seed)))
 
 
 def subset_size(scheme: str, n: int, n_sub: int, frac: float) -> int:
