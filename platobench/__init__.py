@@ -1,7 +1,7 @@
 """platobench: measure how alike the internal representations of different models are.
 
 Stages (one direction): zoo -> encoders -> features (cache) -> metrics -> bench (results, leaderboard).
-See README.md and the design notes for the contracts. From Python: `platobench.evaluate(...)` (what
+See README.md and docs/ (protocol.md, statistics.md) for the contracts. From Python: `platobench.evaluate(...)` (what
 `platobench run` does, returning `Results`), `platobench.AlignmentProbe` and `platobench.AlignmentCallback`
 (`platobench.api`; imported on first use).
 """

@@ -13,7 +13,7 @@ from test_extract_engine import LAYERS, SPEC, FakeText
 
 from platobench.bench import runner
 from platobench.bench import zeroshot_inputs as zi
-from platobench.bench.run_command import SCORERS
+from platobench.bench.jobs import scorers
 from platobench.bench.runner import Job, RunOptions, execute, plan_rows, record_limits
 from platobench.bench.settings import Setting
 from platobench.cli import main
@@ -137,7 +137,7 @@ def test_full_run_records_are_not_marked(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(runner, "get_dataset", lambda name, limit=None: get_dataset(name, limit=24))
     setting = Setting(id="tiny-cka", dataset="openclipart-1024", metric="cka", n_perm=0, n_ci=0)
     summary = execute([Job(setting, LANG, VIS)], RunOptions(out=tmp_path / "r", progress=False),
-                      FeatureStore(home / "features"), SCORERS)
+                      FeatureStore(home / "features"), scorers())
     assert not summary.failed, summary.failed
     assert "limit" not in json.loads(open(summary.written[0]).read())["extra"]
     assert "limited run" not in capsys.readouterr().err
@@ -154,12 +154,12 @@ def test_a_limit_that_cut_nothing_leaves_no_stale_mark(tmp_path, monkeypatch, ca
     setting = Setting(id="tiny-cka", dataset="openclipart-1024", metric="cka", n_perm=0, n_ci=0)
     store = FeatureStore(home / "features")
     limited = execute([Job(setting, LANG, VIS)], RunOptions(out=tmp_path / "r", progress=False, limit=5000),
-                      store, SCORERS)
+                      store, scorers())
     assert json.loads(open(limited.written[0]).read())["extra"]["limit"] == 5000
-    full = execute([Job(setting, LANG, VIS)], RunOptions(out=tmp_path / "r", progress=False), store, SCORERS)
+    full = execute([Job(setting, LANG, VIS)], RunOptions(out=tmp_path / "r", progress=False), store, scorers())
     assert full.written and not full.up_to_date and full.written != limited.written
     assert "limit" not in json.loads(open(full.written[0]).read())["extra"]
-    again = execute([Job(setting, LANG, VIS)], RunOptions(out=tmp_path / "r", progress=False), store, SCORERS)
+    again = execute([Job(setting, LANG, VIS)], RunOptions(out=tmp_path / "r", progress=False), store, scorers())
     assert again.up_to_date and not again.written
     # the two records measure the same samples: the folder reads as the full record alone, not two rows
     assert [r.extra.get("limit") for r in load_records(tmp_path / "r")] == [None]
@@ -175,9 +175,9 @@ def test_a_limited_run_never_replaces_the_full_record(tmp_path, monkeypatch, cap
     monkeypatch.setattr(runner, "get_dataset", lambda name, limit=None: get_dataset(name, limit=min(limit or 24, 24)))
     setting = Setting(id="tiny-cka", dataset="openclipart-1024", metric="cka", n_perm=0, n_ci=0)
     store, out = FeatureStore(home / "features"), tmp_path / "r"
-    full = execute([Job(setting, LANG, VIS)], RunOptions(out=out, progress=False), store, SCORERS)
+    full = execute([Job(setting, LANG, VIS)], RunOptions(out=out, progress=False), store, scorers())
     before = open(full.written[0], "rb").read()
-    limited = execute([Job(setting, LANG, VIS)], RunOptions(out=out, progress=False, limit=12), store, SCORERS)
+    limited = execute([Job(setting, LANG, VIS)], RunOptions(out=out, progress=False, limit=12), store, scorers())
     assert not limited.failed, limited.failed
     assert limited.written == [str(record_path(out, "tiny-cka", LANG.name, VIS.name, 12))]
     assert limited.written[0].endswith("demo--minilm-l6__demo--dinov2-s-imgfocus--limit-12.json")
@@ -185,7 +185,7 @@ def test_a_limited_run_never_replaces_the_full_record(tmp_path, monkeypatch, cap
     assert sorted((r.dataset.n, r.extra.get("limit")) for r in load_records(out)) == [(12, 12), (24, None)]
     # reruns reuse each record from its own file
     for limit in (None, 12):
-        again = execute([Job(setting, LANG, VIS)], RunOptions(out=out, progress=False, limit=limit), store, SCORERS)
+        again = execute([Job(setting, LANG, VIS)], RunOptions(out=out, progress=False, limit=limit), store, scorers())
         assert again.up_to_date and not again.written
 
 
@@ -269,7 +269,7 @@ def test_every_settings_inputs_are_built_before_any_model_runs(tmp_path, monkeyp
 
     monkeypatch.setattr(zi, "get_dataset", watched)
     summary = execute([Job(good, LANG, VIS), Job(bad, LANG, VIS)],
-                      RunOptions(out=tmp_path / "r", limit=12, progress=False), FeatureStore(tmp_path / "f"), SCORERS)
+                      RunOptions(out=tmp_path / "r", limit=12, progress=False), FeatureStore(tmp_path / "f"), scorers())
     assert events[0] == "inputs failed" and "extract" in events
     assert "setting bad (text x vision pairs): inputs cannot be built" in capsys.readouterr().err
     assert set(summary.failed) == {f"good: {LANG.name} x {VIS.name}", f"bad: {LANG.name} x {VIS.name}"}
@@ -280,5 +280,5 @@ def test_a_missing_caption_index_fails_before_extraction(tmp_path, monkeypatch):
     monkeypatch.setattr(runner, "extract", forbidden)
     setting = Setting(id="cap9", dataset="openclipart-1024", metric="cka", caption_index=9, n_perm=0, n_ci=0)
     summary = execute([Job(setting, LANG, VIS)], RunOptions(out=tmp_path / "r", limit=12, progress=False),
-                      FeatureStore(tmp_path / "f"), SCORERS)
+                      FeatureStore(tmp_path / "f"), scorers())
     assert "caption index 9 does not exist" in summary.failed[f"cap9: {LANG.name} x {VIS.name}"]

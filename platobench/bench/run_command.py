@@ -25,13 +25,6 @@ def scorers() -> dict[str, Scorer]:
     return registered()
 
 
-def __getattr__(name: str) -> Any:
-    """`SCORERS`, the mapping of `scorers()`, for importers that name it."""
-    if name != "SCORERS":
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return scorers()
-
-
 def add_settings_file_option(p: argparse.ArgumentParser) -> None:
     """`--settings-file FILE` and `--datasets-file FILE` (settings may name the datasets of the latter)."""
     p.add_argument("--settings-file", action="append", default=[], type=Path, metavar="FILE",

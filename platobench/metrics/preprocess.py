@@ -15,8 +15,8 @@ Modes:
 
 Both prh modes mirror the reference's order of operations: clamp the whole stack first, l2-normalise
 each layer second (`compute_score(..., normalize=True)` normalises each layer pair just before scoring).
-The design notes describe `prh` as "0.95 quantile over the whole stack"; that is the `prh_exact` branch,
-while the published default is the per-sample mean, so `prh` follows the reference.
+A "0.95 quantile over the whole stack" is the `prh_exact` branch; the reference's published default is
+the per-sample mean, so `prh` follows that.
 
 Differences from the reference, on purpose: the stack's layers may differ in width (each sample's
 values are then the concatenation of its layers; the reference clamps a list-of-layers file layer by
