@@ -1,7 +1,8 @@
 """The package layering, read from the source (ast, nothing imported): the leaderboard never imports the
-bench, result records import no stage that scores or renders, module-level imports form no cycle between
-modules (nor between subpackages through results, leaderboard and bench), and no module takes a
-`_private` name from another subpackage."""
+bench, result records import no stage that scores or renders, imports that run (at module load or inside a
+function; not under TYPE_CHECKING) form no cycle between modules, module-level ones none between
+subpackages (through results, leaderboard and bench), and no module takes a `_private` name from another
+subpackage."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ class Import:
     module: str
     names: tuple[str, ...]
     top_level: bool
+    typing_only: bool = False
 
 
 def module_name(path: Path, root: Path = ROOT) -> str:
@@ -40,21 +42,22 @@ def _is_type_checking(test: ast.expr) -> bool:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
-def _walk(node: ast.AST, top_level: bool) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
+def _walk(node: ast.AST, top_level: bool, typing: bool = False) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool, bool]]:
     """Every import under `node` with whether it runs at module load (function bodies and
-    `if TYPE_CHECKING:` blocks do not; class bodies and module-level try/if blocks do)."""
+    `if TYPE_CHECKING:` blocks do not; class bodies and module-level try/if blocks do) and whether it
+    never runs (under `if TYPE_CHECKING:`)."""
     for child in ast.iter_child_nodes(node):
         if isinstance(child, (ast.Import, ast.ImportFrom)):
-            yield child, top_level
+            yield child, top_level and not typing, typing
         elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            yield from _walk(child, False)
+            yield from _walk(child, False, typing)
         elif isinstance(child, ast.If) and _is_type_checking(child.test):
             for stmt in child.body:
-                yield from _walk(ast.Module(body=[stmt], type_ignores=[]), False)
+                yield from _walk(ast.Module(body=[stmt], type_ignores=[]), top_level, True)
             for stmt in child.orelse:
-                yield from _walk(ast.Module(body=[stmt], type_ignores=[]), top_level)
+                yield from _walk(ast.Module(body=[stmt], type_ignores=[]), top_level, typing)
         else:
-            yield from _walk(child, top_level)
+            yield from _walk(child, top_level, typing)
 
 
 def imports_of(name: str, path: Path, modules: dict[str, Path]) -> list[Import]:
@@ -62,9 +65,9 @@ def imports_of(name: str, path: Path, modules: dict[str, Path]) -> list[Import]:
     targets P.m; a package's own __init__ is not counted as imported when one of its modules is."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out = []
-    for node, top_level in _walk(ast.parse(path.read_text(encoding="utf-8"), str(path)), True):
+    for node, top_level, typing in _walk(ast.parse(path.read_text(encoding="utf-8"), str(path)), True):
         if isinstance(node, ast.Import):
-            out += [Import(a.name, (), top_level) for a in node.names if a.name.split(".")[0] == "platobench"]
+            out += [Import(a.name, (), top_level, typing) for a in node.names if a.name.split(".")[0] == "platobench"]
             continue
         base = node.module or ""
         if node.level:
@@ -73,9 +76,9 @@ def imports_of(name: str, path: Path, modules: dict[str, Path]) -> list[Import]:
         if base.split(".")[0] != "platobench":
             continue
         plain = [a.name for a in node.names if f"{base}.{a.name}" not in modules]
-        out += [Import(f"{base}.{a.name}", (), top_level) for a in node.names if f"{base}.{a.name}" in modules]
+        out += [Import(f"{base}.{a.name}", (), top_level, typing) for a in node.names if f"{base}.{a.name}" in modules]
         if plain:
-            out.append(Import(base, tuple(plain), top_level))
+            out.append(Import(base, tuple(plain), top_level, typing))
     return out
 
 
@@ -129,6 +132,12 @@ def module_edges(graph: dict[str, list[Import]]) -> dict[str, set[str]]:
     return {m: {i.module for i in imps if i.top_level and i.module in graph} for m, imps in graph.items()}
 
 
+def runtime_edges(graph: dict[str, list[Import]]) -> dict[str, set[str]]:
+    """Module -> the platobench modules it imports at run time: when it loads or inside a function (a
+    deferred import hides a circle from the loader, not from the design); `TYPE_CHECKING` ones never run."""
+    return {m: {i.module for i in imps if not i.typing_only and i.module in graph} for m, imps in graph.items()}
+
+
 def subpackage_edges(graph: dict[str, list[Import]]) -> dict[str, set[str]]:
     """Subpackage -> the other subpackages its modules import when they load."""
     edges: dict[str, set[str]] = {}
@@ -166,7 +175,8 @@ def test_result_records_import_no_scoring_or_rendering_stage(graph):
 
 
 def test_no_import_cycle_between_modules(graph):
-    assert cycles(module_edges(graph)) == []
+    """Deferred (function-level) imports count: they only hide a circle from the loader."""
+    assert cycles(runtime_edges(graph)) == []
 
 
 def test_no_import_cycle_between_subpackages(graph):
@@ -193,15 +203,18 @@ def _package(tmp_path: Path, files: dict[str, str]) -> dict[str, list[Import]]:
     return import_graph(root)
 
 
-def test_a_module_level_cycle_is_found_but_a_deferred_import_is_not(tmp_path):
+def test_a_deferred_cycle_is_found_but_a_type_checking_import_is_not(tmp_path):
     g = _package(tmp_path, {
         "a/__init__.py": "", "a/x.py": "from platobench.a import y\n",
         "a/y.py": "from . import x\n",
         "b/__init__.py": "", "b/p.py": "from platobench.b.q import f\n",
-        "b/q.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from platobench.b import p\n"
-                  "def f():\n    from platobench.b.p import g\n",
+        "b/q.py": "def f():\n    from platobench.b.p import g\n",
+        "c/__init__.py": "", "c/s.py": "from platobench.c.t import f\n",
+        "c/t.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from platobench.c import s\n"
+                  "def f():\n    if TYPE_CHECKING:\n        from platobench.c.s import g\n",
     })
     assert cycles(module_edges(g)) == [["platobench.a.x", "platobench.a.y"]]
+    assert cycles(runtime_edges(g)) == [["platobench.a.x", "platobench.a.y"], ["platobench.b.p", "platobench.b.q"]]
 
 
 def test_a_cycle_between_subpackages_and_a_banned_import_are_found(tmp_path):

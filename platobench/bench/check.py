@@ -37,7 +37,6 @@ import argparse
 import json
 import math
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +45,7 @@ from pydantic import ValidationError
 from platobench.bench.check_fields import (
     Diff,
     Mismatch,
+    Outcome,
     chosen_layers,
     compare,
     mismatches,
@@ -76,28 +76,6 @@ STATUS_ORDER = {"invalid": 0, "moved": 1, "skipped": 2, "ok": 3}  # failures fir
 UNKNOWN_SETTING = "a setting of the catalog (or of a --settings-file) or of the record's setting_config"
 
 __all__ = ["Checker", "Diff", "Mismatch", "Outcome", "compare", "diff_table", "record_tolerance", "run_check"]
-
-
-@dataclass
-class Outcome:
-    """The check of one record: status is "ok", "moved" (a value beyond the tolerance), "invalid" (a stated
-    field is not what would be run: `mismatches`) or "skipped" (not recomputed; `reason` says why)."""
-
-    setting: str
-    x: str
-    y: str
-    status: str
-    reason: str = ""
-    diffs: list[Diff] = field(default_factory=list)
-    mismatches: list[Mismatch] = field(default_factory=list)
-    layers: tuple[Any, Any] | None = None  # (recorded, recomputed) chosen layers
-    notes: list[str] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, Any]:
-        d = dict(self.__dict__)
-        d["diffs"] = [dict(x.__dict__) for x in self.diffs]
-        d["mismatches"] = [dict(x.__dict__) for x in self.mismatches]
-        return d
 
 
 class Checker:

@@ -11,7 +11,7 @@ the null's draws and seed, the interval's method and estimand, and the chosen la
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from platobench.bench.settings import Setting
@@ -163,3 +163,25 @@ def chosen_layers(old: ResultRecord, new: ResultRecord, tol: float) -> tuple[Mis
             return None, (f"chosen layers {tuple(stated)} -> {tuple(expected)}: a near tie (the recorded layers "
                           f"score {cell:.6f}, within {tol:g} of the recomputed {new.score:.6f})")
     return Mismatch("layers", stated, expected), None
+
+
+@dataclass
+class Outcome:
+    """The check of one record: status is "ok", "moved" (a value beyond the tolerance), "invalid" (a stated
+    field is not what would be run: `mismatches`) or "skipped" (not recomputed; `reason` says why)."""
+
+    setting: str
+    x: str
+    y: str
+    status: str
+    reason: str = ""
+    diffs: list[Diff] = field(default_factory=list)
+    mismatches: list[Mismatch] = field(default_factory=list)
+    layers: tuple[Any, Any] | None = None  # (recorded, recomputed) chosen layers
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        d = dict(self.__dict__)
+        d["diffs"] = [dict(x.__dict__) for x in self.diffs]
+        d["mismatches"] = [dict(x.__dict__) for x in self.mismatches]
+        return d

@@ -19,16 +19,18 @@ contain the full text of each prompt, so any change of a class name or a templat
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from platobench.bench.settings import Setting
 from platobench.data import ClassDataset, fingerprint, get_dataset, options_of
 from platobench.data.subset import first_per_class
 from platobench.errors import UserError
 from platobench.files.ids import shown
 from platobench.metrics.matching import SOLVERS
+
+if TYPE_CHECKING:
+    from platobench.bench.settings import Setting
 
 
 class ZeroshotOptions(BaseModel):

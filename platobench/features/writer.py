@@ -24,8 +24,7 @@ from safetensors.torch import save as st_save
 from platobench import __version__
 from platobench.data.base import ids_hash
 from platobench.dtypes import SAFETENSORS_CODES, torch_dtype
-from platobench.features.entry_lock import EntryLock
-from platobench.features.store import (
+from platobench.features.entry import (
     CHUNK_NAME,
     FORMAT_VERSION,
     CorruptEntryError,
@@ -35,6 +34,7 @@ from platobench.features.store import (
     safetensors_header,
     sha256_hex,
 )
+from platobench.features.entry_lock import EntryLock
 from platobench.files.atomic import atomic_write_bytes
 
 if TYPE_CHECKING:

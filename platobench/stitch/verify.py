@@ -17,8 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from platobench.bench.check import Outcome
-from platobench.bench.check_fields import Diff, Mismatch
+from platobench.bench.check_fields import Diff, Mismatch, Outcome
 from platobench.data import get_dataset
 from platobench.data.base import PairedDataset
 from platobench.errors import UserError
