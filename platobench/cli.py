@@ -16,6 +16,7 @@ import errno
 import importlib
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from platobench import __version__, paths
@@ -52,7 +53,38 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
+    for command in _leaf_parsers(parser):
+        if not any("--home" in action.option_strings for action in command._actions):
+            command.add_argument("--home", type=Path, default=None, metavar="DIR",
+                                 help=f"platobench home: features, weights and data caches (default: ${paths.ENV_VAR} "
+                                      "or ~/.cache/platobench)")
     return parser
+
+
+def _leaf_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """The parsers that run a handler: every subcommand (`run`, `cache list`, `jepa compare`, ...)."""
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs:
+        return [parser]
+    return [leaf for a in subs for child in dict.fromkeys(a.choices.values()) for leaf in _leaf_parsers(child)]
+
+
+@contextlib.contextmanager
+def _home(home: Path | None) -> Iterator[None]:
+    """`--home DIR` in force: ${paths.ENV_VAR} set to DIR for the command (and the processes it starts),
+    restored afterwards."""
+    if home is None:
+        yield
+        return
+    before = os.environ.get(paths.ENV_VAR)
+    os.environ[paths.ENV_VAR] = str(home.expanduser())
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(paths.ENV_VAR, None)
+        else:
+            os.environ[paths.ENV_VAR] = before
 
 
 def os_error_message(exc: OSError) -> str:
@@ -86,7 +118,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0 if args.command is None else 2
     try:
-        with remote_code.allowed(getattr(args, "trust_remote_code", None) or ()), \
+        with _home(getattr(args, "home", None)), \
+                remote_code.allowed(getattr(args, "trust_remote_code", None) or ()), \
                 python_code.allowed(getattr(args, "trust_code", None) or ()), \
                 _datasets(getattr(args, "datasets_file", None) or ()):  # models named by the opt-ins, users' datasets
             return int(args.func(args) or 0)
