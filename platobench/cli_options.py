@@ -78,3 +78,23 @@ def add_datasets_file_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--datasets-file", action="append", default=[], type=Path, metavar="FILE",
                         help="YAML of your own datasets (type: folder | hub), usable wherever a dataset is named "
                              "(repeatable; see the README's 'Your own data')")
+
+
+def add_renamed_option(parser: argparse.ArgumentParser, old: str, new: str) -> None:
+    """Keep `old`, the former spelling of `parser`'s option `new` (added before), working for one release:
+    hidden from --help, it sets what `new` sets and warns on stderr that it is renamed."""
+    import sys
+
+    target = next(a for a in parser._actions if new in a.option_strings)
+    flag = isinstance(target, argparse._StoreTrueAction)
+
+    class Renamed(argparse.Action):
+        def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                     option_string: str | None = None) -> None:
+            print(f"warning: {old} is renamed {new}; the old spelling goes in the next release", file=sys.stderr)
+            setattr(namespace, target.dest, True if flag else values)
+
+    kwargs: dict[str, Any] = {"nargs": 0} if flag else {"type": target.type, "choices": target.choices,
+                                                         "metavar": target.metavar}
+    parser.add_argument(old, dest=target.dest, action=Renamed, default=argparse.SUPPRESS, help=argparse.SUPPRESS,
+                        **kwargs)

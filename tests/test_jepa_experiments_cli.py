@@ -47,10 +47,12 @@ def test_curve_refuses_bad_options(capsys, extra, message):
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--grid", "0,1"], "--grid"),
-        (["--grid", "0,1/1"], "must be new"),
-        (["--grid", "0.5/0.2", "--examples", "64:1024:4"], ">= 2 fit shares"),
-        (["--seeds", "3,3"], "different seed"),
+        (["--shares", "0,1"], "--shares"),
+        (["--shares", "0,1/1"], "must be new"),
+        (["--shares", "0.5/0.2", "--examples", "64:1024:4"], ">= 2 fit shares"),
+        (["--run-seeds", "3,3"], "different seed"),
+        (["--grid", "0,1/1"], "--grid is renamed --shares"),  # the former spellings work, with a warning
+        (["--seeds", "3,3"], "--seeds is renamed --run-seeds"),
         (["--setting", "zs-tuxpaint"], "paired setting"),
     ],
 )

@@ -29,7 +29,8 @@ def _fails(capsys, argv: list[str], message: str) -> None:
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--k", "2"], "--k '2'"),
+        (["--map-pairs", "2"], "--map-pairs '2'"),
+        (["--k", "2"], "--k is renamed --map-pairs"),
         (["--planted", "-1"], "--planted -1"),
         (["--heldout", "1.5"], "--heldout 1.5"),
         (["--prefix-len", "0"], "--prefix-len 0"),

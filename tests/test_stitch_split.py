@@ -48,7 +48,7 @@ def test_split_refusals() -> None:
     for fraction in (0, 1, -0.1):
         with pytest.raises(UserError, match="--heldout"):
             split_dataset(ds, fraction)
-    with pytest.raises(UserError, match="--views 2"):
+    with pytest.raises(UserError, match="--captions 2"):
         split_dataset(ds, 0.3, views=2)
     with pytest.raises(UserError, match="at least"):
         split_dataset(_dataset([[f"c{i}"] for i in range(6)]), 0.3)
@@ -87,5 +87,5 @@ def test_sample_rows_are_seeded_and_carry_every_variant() -> None:
 def test_parse_ks() -> None:
     assert parse_ks("8, 32,all") == [8, 32, None]
     for bad in ("", "2", "eight", "8,,all", "-4"):
-        with pytest.raises(UserError, match="--k"):
+        with pytest.raises(UserError, match="--map-pairs"):
             parse_ks(bad)

@@ -24,7 +24,7 @@ def test_worlds_markdown_table(capsys):
 
 def test_scaling_json_and_plot(tmp_path, capsys):
     plot = tmp_path / "scaling.png"
-    assert main(["theory", "scaling", "--heldout", "8", "--fit-seeds", "1", "--states", "30", "--dim", "3",
+    assert main(["theory", "scaling", "--heldout-runs", "8", "--fit-seeds", "1", "--states", "30", "--dim", "3",
                  "--json", "--plot", str(plot)]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["heldout_runs"] == 8 and out["states"] == 30
@@ -36,7 +36,8 @@ def test_scaling_json_and_plot(tmp_path, capsys):
     (["theory", "worlds", "--n", "0"], "--n must be a positive integer"),
     (["theory", "scaling", "--dim", "0"], "--dim must be a positive integer"),
     (["theory", "scaling", "--states", "10", "--dim", "9"], "--dim must be in"),
-    (["theory", "train", "--pairs", "0"], "--pairs must be a positive integer"),
+    (["theory", "train", "--positive-pairs", "0"], "--positive-pairs must be a positive integer"),
+    (["theory", "train", "--pairs", "0"], "--pairs is renamed --positive-pairs"),
 ])
 def test_bad_arguments_exit_2_with_a_message(argv, message, capsys):
     assert main(argv) == 2

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from platobench import paths
+from platobench.cli_options import add_renamed_option
 from platobench.errors import UserError
 from platobench.jepa.experiment_options import (
     QUICK_EVAL_LIMIT,
@@ -33,7 +34,7 @@ def register(sub: Any) -> None:
             "Train each objective (--objectives; the first is the reference) with each seed on the corpus, with a "
             "constant learning rate after warm-up and a snapshot after log-spaced example counts; score every "
             "snapshot against the vision models under copies of the settings named jepa-curve-<id> (paired "
-            "settings without their permutation null and interval unless --null: the seeds give the spread) and "
+            "settings without their permutation null and interval unless --keep-null: the seeds give the spread) and "
             "write one record each under OUT/<setting>/. Then plot score vs examples (log x, mean over seeds with "
             "a min-max band) under REPORT/plots/, and print the sample-efficiency table: the examples each objective "
             "needs to reach the reference's level (interpolated in log examples), their ratio, per seed, and the "
@@ -56,7 +57,8 @@ def register(sub: Any) -> None:
     p.add_argument("--controls", default="baselines-text", metavar="MODEL,...",
                    help="text models scored once under the same settings, drawn as reference lines (default "
                         "baselines-text: random weights, bag of words, caption length; '' for none)")
-    p.add_argument("--null", action="store_true", help="keep each paired setting's permutation null and interval")
+    p.add_argument("--keep-null", action="store_true", help="keep each paired setting's permutation null and interval")
+    add_renamed_option(p, "--null", "--keep-null")
     p.add_argument("--keep-checkpoints", action="store_true",
                    help="keep every snapshot's folder (default: only each run's last)")
     add_training_options(p, out="results/jepa-curve", report="reports/jepa-curve", examples=DEFAULT_EXAMPLES)
@@ -83,7 +85,7 @@ def _curve(args: argparse.Namespace) -> int:
     level = parse_level(args.level)
     examples = parse_examples(args.examples or quick.get("examples", DEFAULT_EXAMPLES), args.batch_size)
     zoo = zoo_from_args(args)
-    settings = [experiment_setting(s, SETTING_PREFIX, keep_null=args.null)
+    settings = [experiment_setting(s, SETTING_PREFIX, keep_null=args.keep_null)
                 for s in Catalog(args.settings_file).resolve_settings(args.settings)]
     config = CurveConfig(
         train=TrainConfig(size=args.size, batch_size=args.batch_size, lr=args.lr, heldout_fraction=args.heldout,

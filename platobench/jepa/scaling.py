@@ -91,13 +91,13 @@ def check_grid(config: ScalingConfig) -> None:
     """UserError for a grid the law cannot be fitted or tested on."""
     shares = [*config.fit_shares, *config.heldout_shares]
     if any(not 0 <= p <= 1 for p in shares):
-        raise UserError(f"--grid: every share must be in [0, 1], got {shares}")
+        raise UserError(f"--shares: every share must be in [0, 1], got {shares}")
     if len(set(config.fit_shares)) < 2 or len(set(config.examples)) < 3:
-        raise UserError("--grid: need >= 2 fit shares and >= 3 example counts to fit the law (4 parameters)")
+        raise UserError("--shares: need >= 2 fit shares and >= 3 example counts to fit the law (4 parameters)")
     if set(config.fit_shares) & set(config.heldout_shares) or not config.heldout_shares:
-        raise UserError("--grid: held-out shares must be new (not in the fit grid) and at least one")
+        raise UserError("--shares: held-out shares must be new (not in the fit grid) and at least one")
     if config.seeds[0] == config.seeds[1]:
-        raise UserError("--seeds: the rerun needs a second, different seed")
+        raise UserError("--run-seeds: the rerun needs a second, different seed")
 
 
 def misalignment(score: float, higher_is_better: bool) -> float:

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from platobench import paths
+from platobench.cli_options import add_renamed_option
 from platobench.errors import UserError
 from platobench.jepa.experiment_options import (
     QUICK_EVAL_LIMIT,
@@ -42,9 +43,12 @@ def register(sub: Any) -> None:
     p.add_argument("--vision", required=True, metavar="MODEL", help="one vision model of the zoo")
     p.add_argument("--setting", default="demo-mknn",
                    help="the setting whose score gives misalignment (default demo-mknn)")
-    p.add_argument("--grid", default=None, metavar="FIT/HELDOUT",
+    p.add_argument("--shares", default=None, metavar="FIT/HELDOUT",
                    help=f"shares of good views to fit on / to predict, comma-separated (default {DEFAULT_GRID})")
-    p.add_argument("--seeds", default="0,1", help="the new run's seed and the rerun's seed (default 0,1)")
+    p.add_argument("--run-seeds", default="0,1", metavar="SEED,SEED",
+                   help="the new run's seed and the rerun's seed (default 0,1)")
+    add_renamed_option(p, "--grid", "--shares")
+    add_renamed_option(p, "--seeds", "--run-seeds")
     add_training_options(p, out="results/jepa-scaling", report="reports/jepa-scaling", examples=DEFAULT_EXAMPLES)
     p.set_defaults(func=_scaling)
 
@@ -57,7 +61,7 @@ def parse_grid(text: str) -> tuple[list[float], list[float]]:
             raise ValueError
         return [float(x) for x in fit.split(",")], [float(x) for x in heldout.split(",")]
     except ValueError:
-        raise UserError(f"--grid {text!r}: expected FIT/HELDOUT, e.g. {DEFAULT_GRID}") from None
+        raise UserError(f"--shares {text!r}: expected FIT/HELDOUT, e.g. {DEFAULT_GRID}") from None
 
 
 def _scaling(args: argparse.Namespace) -> int:
@@ -70,11 +74,11 @@ def _scaling(args: argparse.Namespace) -> int:
 
     check_common(args)
     quick = QUICK if args.quick else {}
-    fit, heldout = parse_grid(args.grid or quick.get("grid", DEFAULT_GRID))
+    fit, heldout = parse_grid(args.shares or quick.get("grid", DEFAULT_GRID))
     try:
-        s0, s1 = (int(x) for x in args.seeds.split(","))
+        s0, s1 = (int(x) for x in args.run_seeds.split(","))
     except ValueError:
-        raise UserError(f"--seeds {args.seeds!r}: expected two seeds, e.g. 0,1") from None
+        raise UserError(f"--run-seeds {args.run_seeds!r}: expected two seeds, e.g. 0,1") from None
     (vision,) = vision_models(zoo_from_args(args), args.vision)
     (setting,) = Catalog(args.settings_file).resolve_settings(args.setting)
     if setting.kind != "paired":

@@ -10,7 +10,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from platobench.cli_options import add_datasets_file_option, add_device_option, add_json_option
+from platobench.cli_options import (
+    add_datasets_file_option,
+    add_device_option,
+    add_json_option,
+    add_renamed_option,
+)
 from platobench.errors import UserError
 
 DEFAULTS = {"dataset": "tuxpaint", "text": "demo/minilm-l6", "vision": "demo/dinov2-s-imgfocus,demo/efficientnet-lite0",
@@ -42,7 +47,7 @@ def register(sub: Any) -> None:
     p.add_argument("--limit", type=int, default=None, help="use the first N samples of the dataset")
     p.add_argument("--heldout", type=float, default=0.2,
                    help="share of samples held out for captioning, by sample-id hash (default 0.2)")
-    p.add_argument("--views", type=int, default=None,
+    p.add_argument("--captions", dest="views", type=int, default=None, metavar="N",
                    help="captions per sample the decoder and the maps read (default: as many as every sample has)")
     p.add_argument("--text", default=None, metavar="MODEL,...", help=f"text encoders (default {DEFAULTS['text']})")
     p.add_argument("--vision", default=None, metavar="MODEL,...", help=f"vision models (default {DEFAULTS['vision']})")
@@ -61,8 +66,9 @@ def register(sub: Any) -> None:
                    help="Gaussian noise injected into the text embeddings while training the decoder, relative "
                         "norm (CapDec; default: per decoder kind)")
     p.add_argument("--max-new-tokens", type=int, default=24, help="longest generated caption (default 24)")
-    p.add_argument("--k", default=None, metavar="K,...",
-                   help=f"pairs for the paired maps, 'all' = every train pair (default {DEFAULTS['k']})")
+    p.add_argument("--map-pairs", dest="k", default=None, metavar="K,...",
+                   help=f"image-caption pairs each paired map is fitted on, 'all' = every train pair (default "
+                        f"{DEFAULTS['k']})")
     p.add_argument("--unpaired-n", type=int, default=512, help="train samples the unpaired matching sees (default 512)")
     p.add_argument("--n-boot", type=int, default=None, help="bootstrap draws of the intervals (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="seed of maps, decoder and bootstrap (default 0)")
@@ -80,6 +86,8 @@ def register(sub: Any) -> None:
     from platobench.zoo.options import add_zoo_option
 
     add_zoo_option(p, loads_models=True)
+    add_renamed_option(p, "--views", "--captions")
+    add_renamed_option(p, "--k", "--map-pairs")
     p.set_defaults(func=_stitch)
 
 
@@ -92,9 +100,9 @@ def parse_ks(text: str) -> list[int | None]:
         elif part.isdigit() and int(part) >= 3:
             out.append(int(part))
         else:
-            raise UserError(f"--k {text!r}: expected integers >= 3 or 'all', comma-separated")
+            raise UserError(f"--map-pairs {text!r}: expected integers >= 3 or 'all', comma-separated")
     if not out:
-        raise UserError("--k: expected at least one value")
+        raise UserError("--map-pairs: expected at least one value")
     return out
 
 

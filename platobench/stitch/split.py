@@ -66,7 +66,7 @@ def split_dataset(dataset: PairedDataset, fraction: float, *, views: int | None 
     if views is None:
         views = common
     if not 1 <= views <= common:
-        raise UserError(f"--views {views}: every sample of {dataset.name!r} has at least 1 and at most "
+        raise UserError(f"--captions {views}: every sample of {dataset.name!r} has at least 1 and at most "
                         f"{common} captions in common; choose 1..{common}")
     test = [i for i, sid in enumerate(dataset.ids) if is_heldout(sid, fraction)]
     train = [i for i, sid in enumerate(dataset.ids) if not is_heldout(sid, fraction)]

@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from platobench.cli_options import add_json_option
+from platobench.cli_options import add_json_option, add_renamed_option
 from platobench.errors import UserError
 
 
@@ -50,7 +50,8 @@ def register(subparsers: Any) -> None:
     s.add_argument("--states", type=int, default=60, help="number of states of the world (default 60)")
     s.add_argument("--dim", type=int, default=4, help="embedding dimension d (default 4)")
     s.add_argument("--fit-seeds", type=int, default=2, help="seeds per grid point of the fit (default 2)")
-    s.add_argument("--heldout", type=int, default=85, help="number of held-out runs (default 85)")
+    s.add_argument("--heldout-runs", type=int, default=85, metavar="N", help="number of held-out runs (default 85)")
+    add_renamed_option(s, "--heldout", "--heldout-runs")
     s.add_argument("--plot", metavar="FILE", help="save the scaling figure")
     add_json_option(s, what="the whole report (grid, fitted law, held-out errors)")
     s.set_defaults(func=_scaling)
@@ -67,7 +68,9 @@ def register(subparsers: Any) -> None:
     r.add_argument("--worlds", type=int, default=3, help="number of worlds (default 3)")
     r.add_argument("--states", type=int, default=24, help="states per world (default 24)")
     r.add_argument("--dim", type=int, default=3, help="embedding dimension d (default 3)")
-    r.add_argument("--pairs", type=int, default=20_000, help="sampled positive pairs per world (default 20000)")
+    r.add_argument("--positive-pairs", type=int, default=20_000, metavar="N",
+                   help="sampled positive pairs per world (default 20000)")
+    add_renamed_option(r, "--pairs", "--positive-pairs")
     r.add_argument("--seed", type=int, default=0, help="seed (default 0)")
     add_json_option(r, what="the whole report (per-world residuals)")
     r.set_defaults(func=_train)
@@ -116,7 +119,7 @@ def _scaling(args: argparse.Namespace) -> int:
     for flag, value in (("--states", args.states), ("--dim", args.dim), ("--fit-seeds", args.fit_seeds)):
         _positive(value, flag)
     report = run_scaling(seed=args.seed, n_states=args.states, dim=args.dim, fit_seeds=args.fit_seeds,
-                         heldout=args.heldout)
+                         heldout=args.heldout_runs)
     if args.plot:
         from platobench.theory.plots import plot_scaling
 
@@ -143,9 +146,9 @@ def _train(args: argparse.Namespace) -> int:
     from platobench.theory.experiments import run_training
 
     for flag, value in (("--worlds", args.worlds), ("--states", args.states), ("--dim", args.dim),
-                        ("--pairs", args.pairs)):
+                        ("--positive-pairs", args.positive_pairs)):
         _positive(value, flag)
-    report = run_training(n_worlds=args.worlds, n_states=args.states, dim=args.dim, n_pairs=args.pairs,
+    report = run_training(n_worlds=args.worlds, n_states=args.states, dim=args.dim, n_pairs=args.positive_pairs,
                           seed=args.seed)
     if args.json:
         print(json.dumps(report, indent=1))

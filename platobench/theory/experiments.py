@@ -189,7 +189,7 @@ def run_scaling(
     Returns a JSON-ready dict: law parameters, fit error, held-out prediction error and seed-rerun
     error (both RMSE of log10 ρ), their ratio, and the runs themselves."""
     if heldout < 2:
-        raise UserError(f"--heldout must be >= 2 runs, got {heldout}")
+        raise UserError(f"--heldout-runs must be >= 2 runs, got {heldout}")
     if any(not 0.0 <= g <= 1.0 for g in goods):
         raise UserError(f"good-view shares must lie in [0, 1], got {list(goods)}")
     with single_threaded():
