@@ -1,7 +1,8 @@
 """The `platobench` command: one entry point; each stage registers its own subcommands.
 
-A stage module listed in `COMMAND_MODULES` exposes `register(subparsers) -> None`, which adds its
-subcommand(s) with `subparsers.add_parser(...)` and sets `func=handler` on each parser. A handler takes
+Each stage module registered in `COMMANDS` (`platobench.registry`; a plugin registers its own) exposes
+`register(subparsers) -> None`, which adds its subcommand(s) with `subparsers.add_parser(...)` and sets
+`func=handler` on each parser. A handler takes
 the parsed `argparse.Namespace` and returns a process exit code.
 
 `main` prints a `UserError` as one line and exits with code 2; so too an `OSError` that names a file (a
@@ -13,32 +14,37 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
-import importlib
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from platobench import __version__, paths
 from platobench.errors import UserError
+from platobench.registry import Registry
 from platobench.zoo import python_code, remote_code
 
 #: Longest error message printed in full.
 MAX_ERROR_CHARS = 4000
 
-COMMAND_MODULES: tuple[str, ...] = (
-    "platobench.zoo.commands",
-    "platobench.encoders.commands",
-    "platobench.data.commands",
-    "platobench.features.commands",
-    "platobench.metrics.commands",
-    "platobench.bench.commands",
-    "platobench.leaderboard.commands",
-    "platobench.theory.commands",
-    "platobench.jepa.commands",
-    "platobench.stitch.commands",
-    "platobench.scaling.commands",
-)
+#: Command name -> the `register(subparsers)` of the module that adds it (lazy: imported when the parser is
+#: built); plugins add their own commands here.
+COMMANDS: Registry[Callable[[Any], None]] = Registry("command")
+for _name, _module in (
+    ("zoo", "platobench.zoo.commands"),
+    ("encoders", "platobench.encoders.commands"),
+    ("data", "platobench.data.commands"),
+    ("features", "platobench.features.commands"),
+    ("metrics", "platobench.metrics.commands"),
+    ("bench", "platobench.bench.commands"),
+    ("leaderboard", "platobench.leaderboard.commands"),
+    ("theory", "platobench.theory.commands"),
+    ("jepa", "platobench.jepa.commands"),
+    ("stitch", "platobench.stitch.commands"),
+    ("scaling", "platobench.scaling.commands"),
+):
+    COMMANDS.register_lazy(_name, f"{_module}:register")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,8 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"platobench {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        importlib.import_module(name).register(sub)
+    for _, register in COMMANDS.items():
+        register(sub)
     for command in _leaf_parsers(parser):
         if not any("--home" in action.option_strings for action in command._actions):
             command.add_argument("--home", type=Path, default=None, metavar="DIR",

@@ -102,7 +102,7 @@ def test_the_metric_declares_whether_its_records_measure_rounding(monkeypatch):
     mutual = registry.get_metric("mutual_knn")
     for flag in (True, False):
         plugin = dataclasses.replace(mutual, id=f"plugin_knn_{flag}", neighbour_sets=flag)
-        monkeypatch.setitem(registry._REGISTRY, plugin.id, plugin)
+        monkeypatch.setitem(registry.METRICS._entries, plugin.id, plugin)
     g = torch.Generator().manual_seed(1)
     z = torch.randn(60, 4, generator=g)
     xs, ys = [z @ torch.randn(4, 8, generator=g)], [z @ torch.randn(4, 6, generator=g)]

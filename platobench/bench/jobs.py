@@ -6,18 +6,18 @@ the same samples (paired settings), calls the setting kind's scorer with the ent
 and model revisions and the job's inputs, and states the setting in `extra.setting_config`. What a
 scorer does itself (constant-layer exclusion, layer grid, selection, null, interval) is the scorer's.
 
-Scorers are registered by setting kind in `SCORER_PATHS` and imported when first asked for
-(`scorer_for`): they load torch, which building the command-line parser does not need.
+Scorers are registered by setting kind in `SCORERS` (`platobench.registry`) and imported when first asked
+for (`scorer_for`): they load torch, which building the command-line parser does not need.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from platobench.errors import UserError
+from platobench.registry import Registry
 
 if TYPE_CHECKING:
     import torch
@@ -27,11 +27,10 @@ if TYPE_CHECKING:
     from platobench.results import DatasetRef, ResultRecord
     from platobench.zoo import ModelSpec
 
-# setting kind -> (module, function) of its scorer
-SCORER_PATHS: dict[str, tuple[str, str]] = {
-    "paired": ("platobench.bench.scoring", "score_paired"),
-    "zeroshot": ("platobench.bench.zeroshot_scoring", "score_zeroshot"),
-}
+#: Setting kind -> its scorer, registered as lazy "module:function" targets (a plugin kind registers its own).
+SCORERS: Registry[Scorer] = Registry("setting kind")
+SCORERS.register_lazy("paired", "platobench.bench.scoring:score_paired")
+SCORERS.register_lazy("zeroshot", "platobench.bench.zeroshot_scoring:score_zeroshot")
 
 LayerTransform = Callable[[Sequence["torch.Tensor"]], Sequence["torch.Tensor"]]
 
@@ -61,16 +60,14 @@ class Scorer(Protocol):
 
 def scorer_for(kind: str) -> Scorer:
     """The scorer of setting kind `kind` (imported on first use); UserError for a kind without one."""
-    if kind not in SCORER_PATHS:
-        raise UserError(f"setting kind {kind!r} has no scorer (known: {', '.join(SCORER_PATHS)})")
-    module, name = SCORER_PATHS[kind]
-    scorer: Scorer = getattr(importlib.import_module(module), name)
-    return scorer
+    if kind not in SCORERS:
+        raise UserError(f"setting kind {kind!r} has no scorer (known: {', '.join(SCORERS.names())})")
+    return SCORERS.get(kind)
 
 
 def scorers() -> dict[str, Scorer]:
     """Every registered scorer by setting kind (imports them all)."""
-    return {kind: scorer_for(kind) for kind in SCORER_PATHS}
+    return dict(SCORERS.items())
 
 
 @dataclass(frozen=True)

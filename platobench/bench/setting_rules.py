@@ -28,7 +28,7 @@ PAIRED_ONLY = ("caption_index", "inputs", "params", "preprocess", "n_perm", "n_c
 def check_preprocess(mode: str) -> str:
     """`mode` if it is a preprocessing mode (platobench.metrics.preprocess), else UserError."""
     from platobench.metrics.preprocess import PREPROCESS_MODES
-    from platobench.metrics.registry import did_you_mean
+    from platobench.registry import did_you_mean
 
     if mode not in PREPROCESS_MODES:
         raise UserError(f"unknown preprocess {shown(mode)}{did_you_mean(mode, sorted(PREPROCESS_MODES))}; "

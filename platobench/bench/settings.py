@@ -232,7 +232,7 @@ class Catalog:
             elif token in self.settings:
                 ids = [token]
             else:
-                from platobench.metrics.registry import did_you_mean  # torch: only on this error
+                from platobench.registry import did_you_mean
 
                 hint = did_you_mean(token, [*self.settings, *self.groups])
                 raise UserError(

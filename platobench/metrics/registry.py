@@ -10,9 +10,6 @@ score by construction (up to float rounding of batched products, < 1e-6).
 
 from __future__ import annotations
 
-import difflib
-import fnmatch
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +17,7 @@ from typing import Any
 import torch
 
 from platobench.errors import UserError
+from platobench.registry import Registry, did_you_mean
 
 Summary = Any
 SummarizeFn = Callable[[torch.Tensor, dict[str, Any]], Summary]
@@ -29,12 +27,6 @@ ChanceFn = Callable[[int, dict[str, Any]], "float | None"]
 #: A sample count so large that `Metric.validate` can only reject parameters, not N: what
 #: `Metric.checked_params` passes before any data exists (e.g. when a settings file is loaded).
 ANY_N = 2**62
-
-
-def did_you_mean(value: Any, options: Any) -> str:
-    """' (did you mean 'x'?)' with the closest of `options` to `value` (difflib), or '' when none is close."""
-    close = difflib.get_close_matches(str(value), [str(o) for o in options], n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 #: Resampling schemes of confidence intervals (`Metric.interval`, platobench.metrics.stats).
@@ -162,40 +154,27 @@ class Metric:
             "range": list(self.range) if self.range else None,
             "identity_score": self.identity_score,
             "interval": self.interval,
+            "neighbour_sets": self.neighbour_sets,
             "estimand": self.estimand_for(self.params),
             "description": self.description,
         }
 
 
-_REGISTRY: dict[str, Metric] = {}
-
 #: Modules of platobench.metrics whose import registers the built-in metrics; imported by the first lookup.
 BUILTIN_MODULES = ("cca", "kernel", "knn", "procrustes")
 
-
-def _load_builtins() -> None:
-    for name in BUILTIN_MODULES:
-        importlib.import_module(f"platobench.metrics.{name}")
+#: Every metric by id: the built-ins, and those plugins register (`platobench.registry`).
+METRICS: Registry[Metric] = Registry("metric", builtins=[f"platobench.metrics.{name}" for name in BUILTIN_MODULES])
 
 
 def register(metric: Metric) -> Metric:
-    if metric.id in _REGISTRY:
-        raise ValueError(f"metric {metric.id!r} is registered twice")
-    _REGISTRY[metric.id] = metric
-    return metric
+    return METRICS.register(metric.id, metric)
 
 
 def get_metric(metric_id: str) -> Metric:
-    _load_builtins()
-    try:
-        return _REGISTRY[metric_id]
-    except KeyError:
-        raise UserError(
-            f"unknown metric {metric_id!r}{did_you_mean(metric_id, _REGISTRY)}; available: {sorted(_REGISTRY)}"
-        ) from None
+    return METRICS.get(metric_id)
 
 
 def list_metrics(pattern: str = "*") -> list[Metric]:
     """Metric descriptors whose id matches the glob `pattern`, sorted by id."""
-    _load_builtins()
-    return [m for k, m in sorted(_REGISTRY.items()) if fnmatch.fnmatch(k, pattern)]
+    return [m for _, m in sorted(METRICS.items(pattern), key=lambda item: item[0])]

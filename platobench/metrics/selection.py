@@ -26,7 +26,7 @@ import torch
 
 from platobench.errors import UserError
 from platobench.files.ids import shown
-from platobench.metrics.registry import did_you_mean
+from platobench.registry import did_you_mean
 
 
 @dataclass(frozen=True)
