@@ -120,6 +120,10 @@ class Registry(Generic[T]):
         """(name, entry) for the names matching `pattern`, in registration order (lazy entries are imported)."""
         return [(n, self.get(n)) for n in self.names(pattern)]
 
+    def values(self, pattern: str = "*") -> list[T]:
+        """The entries whose names match `pattern`, in registration order (lazy entries are imported)."""
+        return [entry for _, entry in self.items(pattern)]
+
     def __contains__(self, name: object) -> bool:
         self._load()
         return name in self._entries

@@ -4,6 +4,7 @@ quiet transformers loading bars."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import types
@@ -281,7 +282,10 @@ def test_model_loading_silences_transformers_bars_and_restores_them(monkeypatch)
     fake.load = lambda spec, **kw: seen.append((hf_logging.is_progress_bar_enabled(), are_progress_bars_disabled()))
     monkeypatch.setitem(sys.modules, "fake_loader", fake)
     spec = load_zoo().get("baseline/bag-of-words")
-    monkeypatch.setitem(encoders.LOADER_MODULES, spec.loader, "fake_loader")
+    from platobench.zoo import support
+
+    monkeypatch.setitem(support.LOADERS._entries, spec.loader,
+                        dataclasses.replace(support.loader_support(spec.loader), module="fake_loader"))
     hf_logging.enable_progress_bar()
     try:
         encoders.load_encoder(spec)

@@ -23,25 +23,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from platobench.errors import UserError
+from platobench.zoo.support import loader_support
 
 if TYPE_CHECKING:  # torch and PIL load on first use: `platobench prepare --help` lists packaged assets only
     import torch
 
     from platobench.encoders.base import TextEncoder, VisionEncoder
     from platobench.zoo.spec import ModelSpec
-
-LOADER_MODULES: dict[str, str] = {
-    "hf_causal": "platobench.encoders.hf_causal",
-    "hf_text": "platobench.encoders.hf_text",
-    "hf_vision": "platobench.encoders.hf_vision",
-    "timm": "platobench.encoders.timm_vision",
-    "openclip": "platobench.encoders.openclip",
-    "efficientnet_lite": "platobench.encoders.efficientnet_lite",
-    "baseline": "platobench.encoders.baselines",
-    "python": "platobench.encoders.python_loader",
-    "features": "platobench.encoders.precomputed",
-}
-
 
 def layer_ids_of(spec: ModelSpec) -> list[int]:
     """The layer indices `load_encoder(spec).layer_ids` will have, known without loading the model (the
@@ -84,7 +72,7 @@ def load_encoder(
     if dev.type == "cpu":
         keep_freed_memory()
     limit = limit_for(spec.loader, encoder_timeout)
-    module = importlib.import_module(LOADER_MODULES[spec.loader])
+    module = importlib.import_module(loader_support(spec.loader).module)
     # transformers' loading bars would nest inside extraction's own bar
     with encoder_call(spec.name, "loading the encoder", limit), quiet_weight_loading():
         return module.load(spec, device=dev, dtype=dtype, home=home)

@@ -23,10 +23,10 @@ from platobench.zoo.support import (
 )
 
 # The Literals below list the names `platobench.zoo.support` declares (tests/test_loader_support.py
-# checks that they agree); what each loader and kind supports is read from there.
+# checks that they agree); what each loader and kind supports is read from there. Loaders are open (a plugin
+# registers its own in `support.LOADERS`): `loader` is any registered name, checked by `loader_support`.
 Modality = Literal["text", "vision"]
 Kind = Literal["causal_lm", "text_encoder", "vision_vit", "vision_cnn", "clip_text", "clip_image", "text_jepa"]
-Loader = Literal["hf_causal", "hf_text", "hf_vision", "timm", "openclip", "efficientnet_lite", "baseline", "python", "features"]
 Pooling = Literal["avg", "last", "cls", "mean_patch"]
 SourceType = Literal["hub", "timm", "openclip", "local", "packaged", "baseline", "python"]
 
@@ -77,7 +77,7 @@ class ModelSpec(pydantic.BaseModel):
     name: str
     modality: Modality
     kind: Kind
-    loader: Loader
+    loader: str
     source: str = Field(min_length=1)
     revision: str | None = None
     pooling: Pooling
@@ -234,6 +234,6 @@ class ModelSpec(pydantic.BaseModel):
 
 
 __all__ = [
-    "BASELINE_SOURCES", "MODALITY_OF_KIND", "PACKAGED_PREFIX", "Kind", "Loader", "Modality", "ModelSpec", "Pooling",
+    "BASELINE_SOURCES", "MODALITY_OF_KIND", "PACKAGED_PREFIX", "Kind", "Modality", "ModelSpec", "Pooling",
     "SourceType", "is_local_path",
 ]

@@ -1,8 +1,9 @@
 """What each encoder loader supports, declared once: plain frozen data, importable without torch or pydantic.
 
 `KINDS` holds the facts of a model kind (modality, the poolings that apply to its tokens, how plots draw
-it); `LOADERS` holds one `LoaderSupport` per zoo `loader` (the kinds it builds, the poolings it implements,
-layers it has beyond `num_layers`, quantisation, dtype policies, how its `source` is read). The zoo schema
+it); `LOADERS` (a `platobench.registry.Registry`) holds one `LoaderSupport` per zoo `loader` (its module, the
+kinds it builds, the poolings it implements, layers it has beyond `num_layers`, quantisation, dtype policies,
+how its `source` is read). The zoo schema
 (`ModelSpec` validation, `top_layer`), `encoders.layer_ids_of` and the leaderboard plots read these tables;
 `zoo list`/`--help` import them without loading any model code.
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from platobench.dtypes import DTYPE_NAMES
+from platobench.registry import Registry
 
 #: The dtype policies a zoo entry can name ("auto" = bfloat16 on GPUs of compute capability >= 8, else float32).
 DTYPE_POLICIES = ("auto", *DTYPE_NAMES)
@@ -44,7 +46,10 @@ class KindSupport:
 
 @dataclass(frozen=True)
 class LoaderSupport:
-    """What one loader (`loader:` in the zoo; its module is `encoders.LOADER_MODULES[loader]`) supports.
+    """What one loader (`loader:` in the zoo) supports, and where it lives.
+
+    module: the module whose `load(spec, *, device, dtype, home)` builds the encoder (imported when a model
+    of this loader is loaded, so declaring it here costs no torch import).
 
     kinds: the kinds it can build. poolings: the poolings it implements (an entry's pooling must also apply
     to its kind). extra_layers: names of the layers it returns after block `num_layers`, in index order
@@ -56,6 +61,7 @@ class LoaderSupport:
     """
 
     loader: str
+    module: str
     kinds: frozenset[str]
     poolings: frozenset[str]
     source_type: str
@@ -81,35 +87,41 @@ KINDS: dict[str, KindSupport] = {k.kind: k for k in (
     KindSupport("clip_image", "vision", _VIT_POOLINGS, "CLIP image towers"),
 )}
 
-LOADERS: dict[str, LoaderSupport] = {s.loader: s for s in (
-    LoaderSupport("hf_causal", frozenset({"causal_lm"}), _TEXT_POOLINGS, "hub", quantization=frozenset(QUANTIZATIONS),
-                  max_tokens=True),
-    LoaderSupport("hf_text", frozenset({"text_encoder", "text_jepa"}), _TEXT_POOLINGS, "hub",
+#: Every loader by name: the built-ins below, and those plugins register (`platobench.registry`; a plugin
+#: registers `LoaderSupport(loader=..., module="its_package.its_loader", ...)`).
+LOADERS: Registry[LoaderSupport] = Registry("loader")
+for _support in (
+    LoaderSupport("hf_causal", "platobench.encoders.hf_causal", frozenset({"causal_lm"}), _TEXT_POOLINGS, "hub",
                   quantization=frozenset(QUANTIZATIONS), max_tokens=True),
-    LoaderSupport("hf_vision", frozenset({"vision_vit"}), _VIT_POOLINGS, "hub"),
-    LoaderSupport("timm", frozenset({"vision_vit", "vision_cnn"}), _VIT_POOLINGS, "timm"),
-    LoaderSupport("openclip", frozenset({"clip_text", "clip_image"}), _TEXT_POOLINGS | _VIT_POOLINGS, "openclip",
-                  extra_layers=("projected embedding",)),
-    LoaderSupport("efficientnet_lite", frozenset({"vision_cnn"}), frozenset({"avg"}), "hub"),
-    LoaderSupport("baseline", frozenset({"text_encoder", "vision_cnn"}), frozenset({"avg", "cls"}), "baseline",
-                  no_blocks=True, sources=BASELINE_SOURCES),
+    LoaderSupport("hf_text", "platobench.encoders.hf_text", frozenset({"text_encoder", "text_jepa"}), _TEXT_POOLINGS,
+                  "hub", quantization=frozenset(QUANTIZATIONS), max_tokens=True),
+    LoaderSupport("hf_vision", "platobench.encoders.hf_vision", frozenset({"vision_vit"}), _VIT_POOLINGS, "hub"),
+    LoaderSupport("timm", "platobench.encoders.timm_vision", frozenset({"vision_vit", "vision_cnn"}), _VIT_POOLINGS,
+                  "timm"),
+    LoaderSupport("openclip", "platobench.encoders.openclip", frozenset({"clip_text", "clip_image"}),
+                  _TEXT_POOLINGS | _VIT_POOLINGS, "openclip", extra_layers=("projected embedding",)),
+    LoaderSupport("efficientnet_lite", "platobench.encoders.efficientnet_lite", frozenset({"vision_cnn"}),
+                  frozenset({"avg"}), "hub"),
+    LoaderSupport("baseline", "platobench.encoders.baselines", frozenset({"text_encoder", "vision_cnn"}),
+                  frozenset({"avg", "cls"}), "baseline", no_blocks=True, sources=BASELINE_SOURCES),
     # The user's own code: any kind, pooled (or not) by that code.
-    LoaderSupport("python", frozenset(KINDS), _TEXT_POOLINGS | _VIT_POOLINGS, "python", no_blocks=True),
+    LoaderSupport("python", "platobench.encoders.python_loader", frozenset(KINDS), _TEXT_POOLINGS | _VIT_POOLINGS,
+                  "python", no_blocks=True),
     # Embeddings computed elsewhere, read from a local file (platobench.encoders.precomputed): any kind,
     # pooled by whoever computed them; float32 whatever the device.
-    LoaderSupport("features", frozenset(KINDS), _TEXT_POOLINGS | _VIT_POOLINGS, "local", no_blocks=True,
-                  dtypes=frozenset({"auto", "float32"})),
-)}
+    LoaderSupport("features", "platobench.encoders.precomputed", frozenset(KINDS), _TEXT_POOLINGS | _VIT_POOLINGS,
+                  "local", no_blocks=True, dtypes=frozenset({"auto", "float32"})),
+):
+    LOADERS.register(_support.loader, _support)
 
 MODALITY_OF_KIND: dict[str, str] = {k.kind: k.modality for k in KINDS.values()}
 
 
 def loader_support(loader: str) -> LoaderSupport:
     """The declaration of `loader`; ValueError naming the known loaders for any other name."""
-    try:
-        return LOADERS[loader]
-    except KeyError:
-        raise ValueError(f"unknown loader {loader!r} (known: {', '.join(LOADERS)})") from None
+    if loader not in LOADERS:
+        raise ValueError(f"unknown loader {loader!r} (known: {', '.join(LOADERS.names())})")
+    return LOADERS.get(loader)
 
 
 def kind_support(kind: str) -> KindSupport:
