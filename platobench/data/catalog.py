@@ -18,6 +18,7 @@ from platobench.data.imagenet import imagenet100
 from platobench.data.templates import get_templates
 from platobench.data.text_corpus import TextCorpus
 from platobench.errors import UserError
+from platobench.registry import Registry
 
 Dataset = PairedDataset | ClassDataset | TextCorpus
 
@@ -47,8 +48,8 @@ IMAGENET_VAL = hub.HubSpec("ILSVRC/imagenet-1k", "main", "validation", image="im
 
 @dataclass(frozen=True)
 class Entry:
-    """A dataset name's info and builder, `build(name, limit, **options)`; `licence` when the entry states
-    it (users' datasets files must), else `LICENCES`."""
+    """A dataset name's info and builder, `build(name, limit, **options)`, and the licence of its data
+    (None: not recorded, "see the source"; users' datasets files must state it)."""
 
     info: DatasetInfo
     build: Callable[..., Dataset]
@@ -128,229 +129,130 @@ def _imagenet100(
     )
 
 
-def _info(name: str, kind: str, source: str, revision: str, offline: bool, description: str) -> DatasetInfo:
-    return DatasetInfo(name, kind, source, revision, offline, description)
-
-
 _DEB_OC = "debian:openclipart-png+openclipart-svg"
 _DEB_TUX = "debian:tuxpaint-stamps-default"
-# Licence of each dataset's images and captions where it is known (`platobench data show` prints it).
-LICENCES: dict[str, str] = {
-    "openclipart-1024": "public domain (openclipart)",
-    "openclipart": "public domain (openclipart)",
-    "openclipart-desc": "public domain (openclipart)",
-    "openclipart-categories": "public domain (openclipart)",
-    "tuxpaint": "GPL-2 (Tux Paint stamps)",
-    "tuxpaint-categories": "GPL-2 (Tux Paint stamps)",
-    "fashion-mnist": "MIT (Zalando Research)",
-    "wordnet": "WordNet 3.0 licence (Princeton University, BSD-like)",
-    "openmoji": "CC-BY-SA-4.0 (OpenMoji)",
-    "cldr-emoji": "Unicode-DFS-2016 (Unicode CLDR data files)",
-    "kjv-web": "public domain (King James Version; World English Bible)",
-}
-CATALOG: dict[str, Entry] = {
-    e.info.name: e
-    for e in [
-        Entry(
-            _info(
-                "openclipart-1024",
-                "paired",
-                _DEB_OC,
-                "installed package version",
-                True,
-                "1024 clip-art images with cleaned, distinct titles (+ description where present); the "
-                "offline default",
-            ),
-            _openclipart_paired(1024),
-        ),
-        Entry(
-            _info(
-                "openclipart",
-                "paired",
-                _DEB_OC,
-                "installed package version",
-                True,
-                "every openclipart image under 400 KB with a descriptive title, one image per title "
-                "(2,438 in bookworm's packages), seeded order",
-            ),
-            _openclipart_paired(None),
-        ),
-        Entry(
-            _info(
-                "openclipart-desc",
-                "paired",
-                _DEB_OC,
-                "installed package version",
-                True,
-                "openclipart images with a cleaned description unlike their title (388 in bookworm's "
-                "packages): captions [title, description] are two good views",
-            ),
-            _openclipart_paired(None, with_description=True),
-        ),
-        Entry(
-            _info(
-                "openclipart-categories",
-                "class",
-                _DEB_OC,
-                "installed package version",
-                True,
-                "openclipart top-level categories (>= 40 images), up to 100 images each",
-            ),
-            _openclipart_categories,
-        ),
-        Entry(
-            _info(
-                "tuxpaint",
-                "paired",
-                _DEB_TUX,
-                "installed package version",
-                True,
-                "Tux Paint cartoon stamps (PNG) with their English captions, one stamp per caption "
-                "(644 in 2022.06.04-1); GPL-2",
-            ),
-            _tuxpaint_paired,
-        ),
-        Entry(
-            _info(
-                "tuxpaint-categories",
-                "class",
-                _DEB_TUX,
-                "installed package version",
-                True,
-                "Tux Paint stamp folders with >= 20 stamps, up to 100 stamps each (8 classes, 510 stamps in "
-                "2022.06.04-1); GPL-2",
-            ),
-            _tuxpaint_categories,
-        ),
-        Entry(
-            _info(
-                "fashion-mnist",
-                "class",
-                "debian:dataset-fashion-mnist",
-                "installed package version",
-                True,
-                "Fashion-MNIST test split, 10 clothing classes, 28x28 grayscale",
-            ),
-            _fashion,
-        ),
-        Entry(
-            _info(
-                "wit-1024",
-                "paired",
-                "hub:minhuh/prh",
-                WIT_1024.revision,
-                False,
-                "the PRH paper's 1024 Wikipedia image-text pairs (caption 0 by default)",
-            ),
-            _hub_paired(WIT_1024),
-        ),
-        Entry(
-            _info(
-                "coco-captions",
-                "paired",
-                f"hub:{COCO.repo}",
-                COCO.revision,
-                False,
-                "MS-COCO 2014 Karpathy test split, 5,000 images x 5 captions",
-            ),
-            _hub_paired(COCO),
-        ),
-        Entry(
-            _info(
-                "flickr30k",
-                "paired",
-                f"hub:{FLICKR30K.repo}",
-                FLICKR30K.revision,
-                False,
-                "Flickr30k Karpathy test split, 1,000 images x 5 captions",
-            ),
-            _hub_paired(FLICKR30K),
-        ),
-        Entry(
-            _info(
-                "imagenet-100",
-                "class",
-                f"hub:{IMAGENET_VAL.repo}",
-                IMAGENET_VAL.revision,
-                False,
-                "ImageNet-1k validation images of the 100 CMC classes (gated on the hub)",
-            ),
-            _imagenet100,
-        ),
-        Entry(
-            _info("cifar-10", "class", f"hub:{CIFAR10.repo}", CIFAR10.revision, False, "CIFAR-10 test split"),
-            _hub_classes(CIFAR10, "cifar"),
-        ),
-        Entry(
-            _info(
-                "cifar-100",
-                "class",
-                f"hub:{CIFAR100.repo}",
-                CIFAR100.revision,
-                False,
-                "CIFAR-100 test split, fine labels",
-            ),
-            _hub_classes(CIFAR100, "cifar"),
-        ),
-        Entry(
-            _info(
-                "cinic-10",
-                "class",
-                f"hub:{CINIC10.repo}",
-                CINIC10.revision,
-                False,
-                "CINIC-10 test split (CIFAR-10 classes, ImageNet + CIFAR images)",
-            ),
-            _hub_classes(CINIC10, "cifar"),
-        ),
-        Entry(
-            _info(
-                "wordnet",
-                "corpus",
-                "debian:wordnet-base",
-                "installed package version",
-                True,
-                "WordNet 3.0 synsets: lemma list, definition, each example sentence (109,309 of 117,659 "
-                "in 1:3.0-37; 8,350 have < 2 views left once earlier synsets' views are removed)",
-            ),
-            corpora.wordnet,
-        ),
-        Entry(
-            _info(
-                "openmoji",
-                "corpus",
-                "npm:openmoji@17.0.0",
-                "17.0.0",
-                True,
-                "OpenMoji emoji: annotation, Unicode tags, OpenMoji tags (2,185 of 4,495; skin-tone "
-                "variants lack tags); `bash scripts/install_npm.sh` fetches it",
-            ),
-            corpora.openmoji,
-        ),
-        Entry(
-            _info(
-                "cldr-emoji",
-                "corpus",
-                "debian:unicode-cldr-core",
-                "installed package version",
-                True,
-                "Unicode CLDR English emoji/symbol annotations: name, keywords (3,380 of 4,022 in 41)",
-            ),
-            corpora.cldr_emoji,
-        ),
-        Entry(
-            _info(
-                "kjv-web",
-                "corpus",
-                "debian:sword-text-kjv+sword-text-web",
-                "installed package version",
-                True,
-                "Bible verses in both the KJV and the WEB: the two translations (30,505 of the 31,100 they share)",
-            ),
-            corpora.kjv_web,
-        ),
-    ]
-}
+
+#: Every built-in dataset by name (a plugin registers its own `Entry` here; users' datasets files add theirs
+#: to `USER_ENTRIES` while in force). `licence`: of the images and captions, where known (`data show`).
+DATASETS: Registry[Entry] = Registry("dataset")
+for _entry in (
+    Entry(
+        DatasetInfo(name="openclipart-1024", kind="paired", source=_DEB_OC, revision="installed package version",
+                    offline=True,
+                    description="1024 clip-art images with cleaned, distinct titles (+ description where present); the "
+                                "offline default"),
+        _openclipart_paired(1024), licence="public domain (openclipart)",
+    ),
+    Entry(
+        DatasetInfo(name="openclipart", kind="paired", source=_DEB_OC, revision="installed package version",
+                    offline=True,
+                    description="every openclipart image under 400 KB with a descriptive title, one image per title "
+                                "(2,438 in bookworm's packages), seeded order"),
+        _openclipart_paired(None), licence="public domain (openclipart)",
+    ),
+    Entry(
+        DatasetInfo(name="openclipart-desc", kind="paired", source=_DEB_OC, revision="installed package version",
+                    offline=True,
+                    description="openclipart images with a cleaned description unlike their title (388 in bookworm's "
+                                "packages): captions [title, description] are two good views"),
+        _openclipart_paired(None, with_description=True), licence="public domain (openclipart)",
+    ),
+    Entry(
+        DatasetInfo(name="openclipart-categories", kind="class", source=_DEB_OC, revision="installed package version",
+                    offline=True,
+                    description="openclipart top-level categories (>= 40 images), up to 100 images each"),
+        _openclipart_categories, licence="public domain (openclipart)",
+    ),
+    Entry(
+        DatasetInfo(name="tuxpaint", kind="paired", source=_DEB_TUX, revision="installed package version",
+                    offline=True,
+                    description="Tux Paint cartoon stamps (PNG) with their English captions, one stamp per caption "
+                                "(644 in 2022.06.04-1); GPL-2"),
+        _tuxpaint_paired, licence="GPL-2 (Tux Paint stamps)",
+    ),
+    Entry(
+        DatasetInfo(name="tuxpaint-categories", kind="class", source=_DEB_TUX, revision="installed package version",
+                    offline=True,
+                    description="Tux Paint stamp folders with >= 20 stamps, up to 100 stamps each (8 classes, 510 stamps in "
+                                "2022.06.04-1); GPL-2"),
+        _tuxpaint_categories, licence="GPL-2 (Tux Paint stamps)",
+    ),
+    Entry(
+        DatasetInfo(name="fashion-mnist", kind="class", source="debian:dataset-fashion-mnist", revision="installed package version",
+                    offline=True,
+                    description="Fashion-MNIST test split, 10 clothing classes, 28x28 grayscale"),
+        _fashion, licence="MIT (Zalando Research)",
+    ),
+    Entry(
+        DatasetInfo(name="wit-1024", kind="paired", source="hub:minhuh/prh", revision=WIT_1024.revision,
+                    offline=False,
+                    description="the PRH paper's 1024 Wikipedia image-text pairs (caption 0 by default)"),
+        _hub_paired(WIT_1024),
+    ),
+    Entry(
+        DatasetInfo(name="coco-captions", kind="paired", source=f"hub:{COCO.repo}", revision=COCO.revision,
+                    offline=False,
+                    description="MS-COCO 2014 Karpathy test split, 5,000 images x 5 captions"),
+        _hub_paired(COCO),
+    ),
+    Entry(
+        DatasetInfo(name="flickr30k", kind="paired", source=f"hub:{FLICKR30K.repo}", revision=FLICKR30K.revision,
+                    offline=False,
+                    description="Flickr30k Karpathy test split, 1,000 images x 5 captions"),
+        _hub_paired(FLICKR30K),
+    ),
+    Entry(
+        DatasetInfo(name="imagenet-100", kind="class", source=f"hub:{IMAGENET_VAL.repo}", revision=IMAGENET_VAL.revision,
+                    offline=False,
+                    description="ImageNet-1k validation images of the 100 CMC classes (gated on the hub)"),
+        _imagenet100,
+    ),
+    Entry(
+        DatasetInfo(name="cifar-10", kind="class", source=f"hub:{CIFAR10.repo}", revision=CIFAR10.revision,
+                    offline=False,
+                    description="CIFAR-10 test split"),
+        _hub_classes(CIFAR10, "cifar"),
+    ),
+    Entry(
+        DatasetInfo(name="cifar-100", kind="class", source=f"hub:{CIFAR100.repo}", revision=CIFAR100.revision,
+                    offline=False,
+                    description="CIFAR-100 test split, fine labels"),
+        _hub_classes(CIFAR100, "cifar"),
+    ),
+    Entry(
+        DatasetInfo(name="cinic-10", kind="class", source=f"hub:{CINIC10.repo}", revision=CINIC10.revision,
+                    offline=False,
+                    description="CINIC-10 test split (CIFAR-10 classes, ImageNet + CIFAR images)"),
+        _hub_classes(CINIC10, "cifar"),
+    ),
+    Entry(
+        DatasetInfo(name="wordnet", kind="corpus", source="debian:wordnet-base", revision="installed package version",
+                    offline=True,
+                    description="WordNet 3.0 synsets: lemma list, definition, each example sentence (109,309 of 117,659 "
+                                "in 1:3.0-37; 8,350 have < 2 views left once earlier synsets' views are removed)"),
+        corpora.wordnet, licence="WordNet 3.0 licence (Princeton University, BSD-like)",
+    ),
+    Entry(
+        DatasetInfo(name="openmoji", kind="corpus", source="npm:openmoji@17.0.0", revision="17.0.0",
+                    offline=True,
+                    description="OpenMoji emoji: annotation, Unicode tags, OpenMoji tags (2,185 of 4,495; skin-tone "
+                                "variants lack tags); `bash scripts/install_npm.sh` fetches it"),
+        corpora.openmoji, licence="CC-BY-SA-4.0 (OpenMoji)",
+    ),
+    Entry(
+        DatasetInfo(name="cldr-emoji", kind="corpus", source="debian:unicode-cldr-core", revision="installed package version",
+                    offline=True,
+                    description="Unicode CLDR English emoji/symbol annotations: name, keywords (3,380 of 4,022 in 41)"),
+        corpora.cldr_emoji, licence="Unicode-DFS-2016 (Unicode CLDR data files)",
+    ),
+    Entry(
+        DatasetInfo(name="kjv-web", kind="corpus", source="debian:sword-text-kjv+sword-text-web", revision="installed package version",
+                    offline=True,
+                    description="Bible verses in both the KJV and the WEB: the two translations (30,505 of the 31,100 they share)"),
+        corpora.kjv_web, licence="public domain (King James Version; World English Bible)",
+    ),
+):
+    DATASETS.register(_entry.info.name, _entry)
 
 
 # Datasets of users' datasets files in force (`platobench.data.datasets_file.using`): name -> entry.
@@ -359,13 +261,13 @@ USER_ENTRIES: dict[str, Entry] = {}
 
 def entries() -> dict[str, Entry]:
     """Every dataset name `get_dataset` accepts now: the built-in ones, then those of datasets files in force."""
-    return {**CATALOG, **USER_ENTRIES}
+    return {**dict(DATASETS.items()), **USER_ENTRIES}
 
 
 def licence_of(name: str) -> str:
     """The licence of dataset `name`'s data, or "see the source" when the catalogue does not record it."""
     entry = lookup(name)
-    return entry.licence or LICENCES.get(name, "see the source")
+    return entry.licence or "see the source"
 
 
 def options_of(name: str) -> list[str]:

@@ -267,7 +267,7 @@ def _checked_entry(name: str, raw: Any, path: Path, line: int) -> tuple[Any, lis
     where = f"{path}:{line}" if line else str(path)
     if not isinstance(name, str) or not ID_PATTERN.match(name):
         return None, [f"{where}: datasets[{shown(name)}]: a dataset name is {ID_RULE}"]
-    if name in catalog.CATALOG:
+    if name in catalog.DATASETS:
         return None, [f"{where}: datasets[{name!r}]: {name!r} is a built-in dataset; choose another name"]
     if not isinstance(raw, dict):
         return None, [f"{where}: datasets[{name!r}]: expected a mapping of fields, got {type(raw).__name__}"]
