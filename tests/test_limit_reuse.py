@@ -282,3 +282,14 @@ def test_a_missing_caption_index_fails_before_extraction(tmp_path, monkeypatch):
     summary = execute([Job(setting, LANG, VIS)], RunOptions(out=tmp_path / "r", limit=12, progress=False),
                       FeatureStore(tmp_path / "f"), scorers())
     assert "caption index 9 does not exist" in summary.failed[f"cap9: {LANG.name} x {VIS.name}"]
+
+
+def test_the_inputs_memo_is_keyed_by_the_limit():
+    """One memo serves runs of several --limit values (check rebuilds a record's inputs at its own limit):
+    a dataset built at one limit is never handed out for another."""
+    from platobench.bench.runner import job_inputs
+    from platobench.bench.settings import Catalog
+
+    setting, memo = Catalog().settings["demo-mknn"], {}
+    sizes = [len(job_inputs(setting, limit, memo).dataset) for limit in (8, 16, 8)]
+    assert sizes == [8, 16, 8] and len(memo) == 2

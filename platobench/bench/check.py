@@ -87,7 +87,7 @@ class Checker:
         self.zoo, self.catalog, self.store = zoo, catalog, store
         self.device, self.allow_extract, self.statistics, self.progress = device, allow_extract, statistics, progress
         self.perturb, self.perturb_seed = perturb, perturb_seed
-        self._inputs: dict[int | None, dict[Any, Any]] = {}  # per limit: the runner's memo of datasets
+        self._inputs: dict[Any, Any] = {}  # the runner's memo of datasets (`job_inputs`)
         self._entries: dict[tuple[str, str, str], FeatureEntry] = {}
 
     def setting_of(self, record: ResultRecord) -> tuple[Setting | None, list[Mismatch], list[str]]:
@@ -120,7 +120,7 @@ class Checker:
 
         found = []
         for limit in record_limits(record):
-            job_in = job_inputs(setting, limit, self._inputs.setdefault(limit, {}), pair)  # its memo ignores limit
+            job_in = job_inputs(setting, limit, self._inputs, pair)
             ds = job_in.dataset
             if ds.fingerprint == record.dataset.fingerprint and len(ds) == record.dataset.n:
                 return job_in

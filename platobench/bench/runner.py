@@ -184,9 +184,10 @@ def job_inputs(
     memoised in `cache` (failures included). Paired: the first `limit` samples, each side reading what
     `pair_reads` says (each caption checked to exist for every sample). Zero-shot (text x vision only): the
     first `limit` images of each class and the class prompts (`zeroshot_inputs`). A pair that cannot read
-    its inputs is a UserError naming both models, raised before any model runs."""
+    its inputs is a UserError naming both models, raised before any model runs. The memo's key holds
+    everything that changes the inputs: kind, dataset, limit and the zero-shot options."""
     reads = pair_reads(setting, pair)
-    k: Any = (setting.kind, setting.dataset)
+    k: Any = (setting.kind, setting.dataset, limit)
     if setting.kind == "zeroshot":
         k += (tuple(sorted((o, repr(v)) for o, v in setting.options.items())),)
     if k not in cache:
