@@ -1,0 +1,81 @@
+"""The worked examples of docs/extending/ performed as written, in a temporary copy of the package: each
+one's code blocks are applied to the files its headings name, the files touched are counted against what
+the page promises, and the extension is then used (and, for a metric, held to the metric contracts)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+STEP = re.compile(r"^## \d+\. .*`(?P<path>[^`]+)`\s*$", re.M)
+BLOCK = re.compile(r"```python\n(?P<code>.*?)```", re.S)
+
+
+def apply_steps(page: Path, root: Path) -> None:
+    """For each "## N. ... `path`" heading: the first python block under it is the whole new file, or, when
+    `path` exists, one `NAME = ...` line that replaces that assignment."""
+    text = page.read_text(encoding="utf-8")
+    for step in STEP.finditer(text):
+        code = BLOCK.search(text, step.end()).group("code")
+        target = root / step.group("path")
+        if not target.exists():
+            target.write_text(code, encoding="utf-8")
+            continue
+        name = code.split("=", 1)[0].strip()
+        old = target.read_text(encoding="utf-8")
+        new, count = re.subn(rf"^{re.escape(name)} = .*$", code.strip(), old, count=1, flags=re.M)
+        assert count == 1, f"{page.name}: no assignment {name} in {step.group('path')}"
+        target.write_text(new, encoding="utf-8")
+
+
+def digests(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted((root / "platobench").rglob("*")) if p.is_file() and "__pycache__" not in p.parts}
+
+
+def copy(tmp_path: Path) -> Path:
+    root = tmp_path / "copy"
+    shutil.copytree(ROOT / "platobench", root / "platobench", ignore=shutil.ignore_patterns("__pycache__"))
+    return root
+
+
+def run(root: Path, *args: str) -> str:
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    done = subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=root, env=env, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+CHECK_METRIC = """
+import numpy as np, platobench
+from platobench.metrics import list_metrics, score
+assert platobench.__file__.startswith({root!r}), platobench.__file__
+assert "rsa_cosine" in [m.id for m in list_metrics()]
+rng = np.random.default_rng(0)
+x, y = rng.standard_normal((40, 6)), rng.standard_normal((40, 5))
+q, _ = np.linalg.qr(rng.standard_normal((6, 6)))
+assert abs(score("rsa_cosine", x, x) - 1) < 1e-12 and abs(score("rsa_cosine", x, 3 * x @ q) - 1) < 1e-9
+assert abs(score("rsa_cosine", x, y)) < 0.2
+print("ok")
+"""
+
+
+def test_adding_a_metric_touches_two_files_and_meets_the_contracts(tmp_path):
+    root = copy(tmp_path)
+    before = digests(root)
+    apply_steps(ROOT / "docs" / "extending" / "metric.md", root)
+    after = digests(root)
+    touched = sorted(p for p in after if before.get(p) != after[p])
+    assert touched == ["platobench/metrics/registry.py", "platobench/metrics/rsa.py"]
+    assert run(root, "-c", CHECK_METRIC.format(root=str(root))).strip() == "ok"
+    out = run(root, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "rsa_cosine", "--rootdir", str(ROOT),
+              str(ROOT / "tests" / "test_metric_contracts.py"))
+    assert re.search(r"\b\d+ passed", out) and "failed" not in out, out
