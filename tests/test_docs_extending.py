@@ -1,10 +1,12 @@
 """The worked examples of docs/extending/ performed as written, in a temporary copy of the package: each
 one's code blocks are applied to the files its headings name, the files touched are counted against what
-the page promises, and the extension is then used (and, for a metric, held to the metric contracts)."""
+the page promises, and the extension is then used (and, for a metric, held to the metric contracts). Slow:
+each runs platobench in subprocesses (10-20 s)."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -20,8 +22,8 @@ BLOCK = re.compile(r"```python\n(?P<code>.*?)```", re.S)
 
 
 def apply_steps(page: Path, root: Path) -> None:
-    """For each "## N. ... `path`" heading: the first python block under it is the whole new file, or, when
-    `path` exists, one `NAME = ...` line that replaces that assignment."""
+    """For each "## N. ... `path`" heading, the first python block under it is: the whole new file; or, when
+    `path` exists, one `NAME = ...` line that replaces that assignment; or else lines appended to the file."""
     text = page.read_text(encoding="utf-8")
     for step in STEP.finditer(text):
         code = BLOCK.search(text, step.end()).group("code")
@@ -29,11 +31,18 @@ def apply_steps(page: Path, root: Path) -> None:
         if not target.exists():
             target.write_text(code, encoding="utf-8")
             continue
-        name = code.split("=", 1)[0].strip()
         old = target.read_text(encoding="utf-8")
-        new, count = re.subn(rf"^{re.escape(name)} = .*$", code.strip(), old, count=1, flags=re.M)
-        assert count == 1, f"{page.name}: no assignment {name} in {step.group('path')}"
+        assignment = re.match(r"([A-Z_]+) = ", code)
+        if assignment is None:
+            target.write_text(old + "\n" + code, encoding="utf-8")
+            continue
+        new, count = re.subn(rf"^{assignment.group(1)} = .*$", code.strip(), old, count=1, flags=re.M)
+        assert count == 1, f"{page.name}: no assignment {assignment.group(1)} in {step.group('path')}"
         target.write_text(new, encoding="utf-8")
+
+
+def yaml_block(page: Path) -> str:
+    return re.search(r"```yaml\n(?P<y>.*?)```", page.read_text(encoding="utf-8"), re.S).group("y")
 
 
 def digests(root: Path) -> dict[str, str]:
@@ -68,6 +77,7 @@ print("ok")
 """
 
 
+@pytest.mark.slow
 def test_adding_a_metric_touches_two_files_and_meets_the_contracts(tmp_path):
     root = copy(tmp_path)
     before = digests(root)
@@ -79,3 +89,38 @@ def test_adding_a_metric_touches_two_files_and_meets_the_contracts(tmp_path):
     out = run(root, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "rsa_cosine", "--rootdir", str(ROOT),
               str(ROOT / "tests" / "test_metric_contracts.py"))
     assert re.search(r"\b\d+ passed", out) and "failed" not in out, out
+
+
+TINY_CNN = """
+import sys, torch
+class TinyCNN(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.stage1 = torch.nn.Conv2d(8, 16, 3, stride=2, padding=1)
+        self.stage2 = torch.nn.Conv2d(16, 32, 3, stride=2, padding=1)
+    def forward(self, x):
+        a = torch.relu(self.stem(x))
+        b = torch.relu(self.stage1(a))
+        return [a, b, torch.relu(self.stage2(b))]
+torch.manual_seed(0)
+torch.jit.script(TinyCNN()).save(sys.argv[1])
+"""
+
+
+@pytest.mark.slow
+def test_adding_a_loader_touches_two_files_and_extracts_features(tmp_path):
+    page = ROOT / "docs" / "extending" / "model.md"
+    root = copy(tmp_path)
+    before = digests(root)
+    apply_steps(page, root)
+    after = digests(root)
+    touched = sorted(p for p in after if before.get(p) != after[p])
+    assert touched == ["platobench/encoders/torchscript_cnn.py", "platobench/zoo/support.py"]
+    (tmp_path / "make_cnn.py").write_text(TINY_CNN, encoding="utf-8")  # torch.jit.script reads the source
+    run(root, str(tmp_path / "make_cnn.py"), str(root / "tiny_cnn.pt"))  # random weights: wiring, not a result
+    (root / "zoo.yaml").write_text(yaml_block(page), encoding="utf-8")
+    out = run(root, "-m", "platobench", "extract", "--zoo", "zoo.yaml", "--model", "mine/tiny-cnn", "--dataset",
+              "tuxpaint", "--limit", "8", "--workers", "0", "--home", str(tmp_path / "home"), "--json")
+    entry = json.loads(out)
+    assert (entry["model"], entry["n"], entry["layers"], entry["widths"]) == ("mine/tiny-cnn", 8, [0, 1, 2], [8, 16, 32])
