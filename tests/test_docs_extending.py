@@ -124,3 +124,21 @@ def test_adding_a_loader_touches_two_files_and_extracts_features(tmp_path):
               "tuxpaint", "--limit", "8", "--workers", "0", "--home", str(tmp_path / "home"), "--json")
     entry = json.loads(out)
     assert (entry["model"], entry["n"], entry["layers"], entry["widths"]) == ("mine/tiny-cnn", 8, [0, 1, 2], [8, 16, 32])
+
+
+def test_adding_a_dataset_is_one_file_of_data(tmp_path, capsys):
+    """The page's datasets file, beside eight images and their manifest, is a dataset `data show` reads."""
+    from platobench.cli import main
+    from platobench.data import get_dataset
+
+    stamps, photos = get_dataset("tuxpaint", limit=8), tmp_path / "photos"
+    photos.mkdir()
+    lines = []
+    for i, (sample_id, caption) in enumerate(zip(stamps.ids, stamps.captions(0))):
+        stamps.image(i).save(photos / f"{i}.png")
+        lines.append(json.dumps({"id": sample_id, "file": f"{i}.png", "caption": caption}) + "\n")
+    (photos / "manifest.jsonl").write_text("".join(lines), encoding="utf-8")
+    (tmp_path / "datasets.yaml").write_text(yaml_block(ROOT / "docs" / "extending" / "dataset.md"), encoding="utf-8")
+    assert main(["data", "show", "my-stamps", "--datasets-file", str(tmp_path / "datasets.yaml"), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["n"] == 8 and shown["licence"] == "GPL-2 (Tux Paint stamps)", shown
