@@ -13,7 +13,7 @@ from test_extract_engine import LAYERS, SPEC, FakeText
 
 from platobench.bench import runner
 from platobench.bench import zeroshot_inputs as zi
-from platobench.bench.jobs import scorers
+from platobench.bench.protocols import scorers
 from platobench.bench.runner import Job, RunOptions, execute, plan_rows, record_limits
 from platobench.bench.settings import Setting
 from platobench.cli import main
@@ -134,7 +134,7 @@ def test_full_run_records_are_not_marked(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("PLATOBENCH_HOME", str(home))
     seed_features(home, LANG.name, 24, seed=1)
     seed_features(home, VIS.name, 24, seed=2)
-    monkeypatch.setattr(runner, "get_dataset", lambda name, limit=None: get_dataset(name, limit=24))
+    monkeypatch.setattr("platobench.data.get_dataset", lambda name, limit=None: get_dataset(name, limit=24))
     setting = Setting(id="tiny-cka", dataset="openclipart-1024", metric="cka", n_perm=0, n_ci=0)
     summary = execute([Job(setting, LANG, VIS)], RunOptions(out=tmp_path / "r", progress=False),
                       FeatureStore(home / "features"), scorers())
@@ -150,7 +150,7 @@ def test_a_limit_that_cut_nothing_leaves_no_stale_mark(tmp_path, monkeypatch, ca
     monkeypatch.setenv("PLATOBENCH_HOME", str(home))
     seed_features(home, LANG.name, 24, seed=1)
     seed_features(home, VIS.name, 24, seed=2)
-    monkeypatch.setattr(runner, "get_dataset", lambda name, limit=None: get_dataset(name, limit=24))
+    monkeypatch.setattr("platobench.data.get_dataset", lambda name, limit=None: get_dataset(name, limit=24))
     setting = Setting(id="tiny-cka", dataset="openclipart-1024", metric="cka", n_perm=0, n_ci=0)
     store = FeatureStore(home / "features")
     limited = execute([Job(setting, LANG, VIS)], RunOptions(out=tmp_path / "r", progress=False, limit=5000),
@@ -172,7 +172,7 @@ def test_a_limited_run_never_replaces_the_full_record(tmp_path, monkeypatch, cap
     monkeypatch.setenv("PLATOBENCH_HOME", str(home))
     seed_features(home, LANG.name, 24, seed=1)
     seed_features(home, VIS.name, 24, seed=2)
-    monkeypatch.setattr(runner, "get_dataset", lambda name, limit=None: get_dataset(name, limit=min(limit or 24, 24)))
+    monkeypatch.setattr("platobench.data.get_dataset", lambda name, limit=None: get_dataset(name, limit=min(limit or 24, 24)))
     setting = Setting(id="tiny-cka", dataset="openclipart-1024", metric="cka", n_perm=0, n_ci=0)
     store, out = FeatureStore(home / "features"), tmp_path / "r"
     full = execute([Job(setting, LANG, VIS)], RunOptions(out=out, progress=False), store, scorers())

@@ -9,7 +9,7 @@ import types
 import pytest
 
 from platobench import registry
-from platobench.bench.jobs import SCORERS
+from platobench.bench.protocols import PROTOCOLS
 from platobench.cli import COMMANDS
 from platobench.errors import UserError
 from platobench.metrics.registry import METRICS, get_metric, list_metrics
@@ -58,5 +58,27 @@ def test_builtins_and_plugins_register_on_the_first_lookup(monkeypatch):
 def test_the_project_registries():
     assert get_metric("mutual_knn") is METRICS.get("mutual_knn")
     assert [m.id for m in list_metrics("*knn")] == sorted(METRICS.names("*knn"))
-    assert {"paired", "zeroshot"} <= set(SCORERS.names()) and "run" not in COMMANDS
+    assert {"paired", "zeroshot"} <= set(PROTOCOLS.names()) and "run" not in COMMANDS
     assert COMMANDS.names()[0] == "zoo" and callable(COMMANDS.get("bench"))
+
+
+def test_a_registered_setting_kind_is_a_valid_setting_kind(monkeypatch):
+    """Setting kinds are open: a plugin's protocol is all a setting of its kind needs (no Literal to extend);
+    settings validation, the reads and the scorer come from it."""
+    import pydantic
+
+    from platobench.bench.protocols import PairedProtocol, protocol_for, scorer_for
+    from platobench.bench.scoring import score_paired
+    from platobench.bench.settings import Setting
+
+    class Toy(PairedProtocol):
+        kind = "toy-paired"
+
+    with pytest.raises(pydantic.ValidationError, match="unknown setting kind 'toy-paired'"):
+        Setting(id="t", kind="toy-paired", dataset="tuxpaint", metric="cka")
+    monkeypatch.setitem(PROTOCOLS._entries, "toy-paired", Toy())
+    setting = Setting(id="t", kind="toy-paired", dataset="tuxpaint", metric="cka")
+    assert protocol_for(setting.kind).reads(setting, ("text", "vision"), ("a", "b")) == ("caption:0", "image")
+    assert scorer_for("toy-paired") is score_paired
+    with pytest.raises(pydantic.ValidationError, match="did you mean 'toy-paired'"):
+        Setting(id="t", kind="toy-pared", dataset="tuxpaint", metric="cka")

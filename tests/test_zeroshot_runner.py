@@ -17,7 +17,7 @@ from PIL import Image
 from pydantic import ValidationError
 
 from platobench.bench import zeroshot_inputs as zi
-from platobench.bench.jobs import scorers
+from platobench.bench.protocols import scorers
 from platobench.bench.runner import Job, RunOptions, execute, plan_rows
 from platobench.bench.settings import Catalog, Setting
 from platobench.bench.zeroshot_inputs import ZeroshotOptions, first_per_class, prompt_set
@@ -155,7 +155,7 @@ def toy_data(monkeypatch):
         return toy_classes(name, templates=TEMPLATES if templates is None else ["{}", "the {}"], descriptions=glosses)
 
     monkeypatch.setattr(zi, "get_dataset", get_dataset)
-    monkeypatch.setattr("platobench.bench.runner.get_dataset", get_dataset)
+    monkeypatch.setattr("platobench.data.get_dataset", get_dataset)
     monkeypatch.setattr(zi, "options_of", lambda name: ["templates", "descriptions"])
     with python_code.allowed(["toy/*"]):
         yield built

@@ -51,7 +51,8 @@ from platobench.bench.check_fields import (
     mismatches,
     setting_mismatches,
 )
-from platobench.bench.jobs import entry_digests, score_job, scorer_for
+from platobench.bench.jobs import entry_digests, score_job
+from platobench.bench.protocols import scorer_for
 from platobench.bench.run_command import add_catalog_options
 from platobench.bench.settings import Catalog, Setting
 from platobench.cli_options import add_device_option, add_json_option
@@ -181,7 +182,8 @@ class Checker:
         if self.perturb:
             out.notes.append(f"features perturbed by relative noise {self.perturb:g} (seed {self.perturb_seed})")
         try:
-            new = score_job(setting, lang, vis, (a, b), job_in, transform=self._maybe_perturb)
+            new = score_job(setting, lang, vis, (a, b), job_in, scorer=scorer_for(setting.kind),
+                            transform=self._maybe_perturb)
         except SampleMismatchError as exc:  # the inputs do not pair up: not recomputed
             out.reason = str(exc)
             return out, None

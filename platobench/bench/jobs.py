@@ -6,8 +6,8 @@ the same samples (paired settings), calls the setting kind's scorer with the ent
 and model revisions and the job's inputs, and states the setting in `extra.setting_config`. What a
 scorer does itself (constant-layer exclusion, layer grid, selection, null, interval) is the scorer's.
 
-Scorers are registered by setting kind in `SCORERS` (`platobench.registry`) and imported when first asked
-for (`scorer_for`): they load torch, which building the command-line parser does not need.
+Each setting kind's scorer is named by its protocol (`platobench.bench.protocols`) and imported when first
+asked for (`protocols.scorer_for`): scorers load torch, which building the command-line parser does not need.
 """
 
 from __future__ import annotations
@@ -16,9 +16,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from platobench.errors import UserError
-from platobench.registry import Registry
-
 if TYPE_CHECKING:
     import torch
 
@@ -26,11 +23,6 @@ if TYPE_CHECKING:
     from platobench.features.store import FeatureEntry
     from platobench.results import DatasetRef, ResultRecord
     from platobench.zoo import ModelSpec
-
-#: Setting kind -> its scorer, registered as lazy "module:function" targets (a plugin kind registers its own).
-SCORERS: Registry[Scorer] = Registry("setting kind")
-SCORERS.register_lazy("paired", "platobench.bench.scoring:score_paired")
-SCORERS.register_lazy("zeroshot", "platobench.bench.zeroshot_scoring:score_zeroshot")
 
 LayerTransform = Callable[[Sequence["torch.Tensor"]], Sequence["torch.Tensor"]]
 
@@ -56,18 +48,6 @@ class Scorer(Protocol):
         reads: tuple[str, str] = ("caption:0", "image"),
         **kwargs: Any,
     ) -> ResultRecord: ...
-
-
-def scorer_for(kind: str) -> Scorer:
-    """The scorer of setting kind `kind` (imported on first use); UserError for a kind without one."""
-    if kind not in SCORERS:
-        raise UserError(f"setting kind {kind!r} has no scorer (known: {', '.join(SCORERS.names())})")
-    return SCORERS.get(kind)
-
-
-def scorers() -> dict[str, Scorer]:
-    """Every registered scorer by setting kind (imports them all)."""
-    return dict(SCORERS.items())
 
 
 @dataclass(frozen=True)
@@ -115,13 +95,13 @@ def score_job(
     entries: tuple[FeatureEntry, FeatureEntry],
     job_in: JobInputs,
     *,
-    scorer: Scorer | None = None,
+    scorer: Scorer,
     transform: LayerTransform | None = None,
     extra: dict[str, Any] | None = None,
 ) -> ResultRecord:
     """The record of one job from its (x, y) feature entries. SampleMismatchError (a
-    UserError) when a paired job's entries hold other samples. `scorer`: None is the setting kind's
-    (`scorer_for`); `transform` maps each model's layer list before scoring (check's --perturb); `extra`
+    UserError) when a paired job's entries hold other samples. `scorer`: the setting kind's
+    (`protocols.scorer_for`); `transform` maps each model's layer list before scoring (check's --perturb); `extra`
     is merged into the record's extra after `setting_config`."""
     from platobench.features.store import check_same_samples
     from platobench.results import DatasetRef
@@ -133,7 +113,7 @@ def score_job(
     if transform is not None:
         layers_a, layers_b = transform(layers_a), transform(layers_b)
     ds = job_in.dataset
-    record = (scorer or scorer_for(setting.kind))(
+    record = scorer(
         setting, x, y, layers_a, layers_b,
         DatasetRef(name=ds.name, revision=ds.revision, n=len(ds), fingerprint=ds.fingerprint),
         inputs=entry_digests(a, b), revisions=(a.key["model_revision"], b.key["model_revision"]),

@@ -18,9 +18,9 @@ if TYPE_CHECKING:
 
 
 def scorers() -> dict[str, Scorer]:
-    """Setting kind -> scorer, as registered in `platobench.bench.jobs` (imported when called: the scorers
-    load torch, which building the parser does not need)."""
-    from platobench.bench.jobs import scorers as registered
+    """Setting kind -> scorer, as its protocol names it (`platobench.bench.protocols`; imported when called:
+    the scorers load torch, which building the parser does not need)."""
+    from platobench.bench.protocols import scorers as registered
 
     return registered()
 

@@ -13,20 +13,17 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from platobench.bench.cost import JobCost, check_cost, paired_cost, zeroshot_cost
-from platobench.bench.jobs import JobInputs, Scorer, SideInputs, entry_digests, score_job, scorer_for
+from platobench.bench.cost import JobCost, check_cost
+from platobench.bench.jobs import JobInputs, Scorer, SideInputs, entry_digests, score_job
+from platobench.bench.protocols import protocol_for, scorer_for, side_names
 from platobench.bench.setting_rules import check_selection_fits
 from platobench.bench.settings import Setting
-from platobench.bench.zeroshot_inputs import zeroshot_inputs
-from platobench.data import get_dataset
-from platobench.data.base import IdsDataset
 from platobench.encoders import layer_count_of
 from platobench.encoders.runtime import resolve_device
 from platobench.errors import UserError
-from platobench.features.extract import extract, feature_key, note_limit, parallel_state
+from platobench.features.extract import extract, feature_key, parallel_state
 from platobench.features.slices import cached_superset
 from platobench.features.store import FeatureEntry, FeatureStore
-from platobench.metrics.registry import get_metric
 from platobench.metrics.stats import draw_bars
 from platobench.results import ResultRecord, load_record, record_limit, record_path, write_record
 from platobench.zoo import ModelSpec
@@ -102,79 +99,23 @@ def check_selection(job: Job) -> None:
 def job_cost(job: Job, inputs: JobInputs) -> JobCost | None:
     """The estimated cost of the job's statistics (`platobench.bench.cost`) from its inputs' size, its
     models' layer counts and the setting's counts; None while a model's layer count is unknown."""
-    from platobench.bench.zeroshot_inputs import ZeroshotOptions
-    from platobench.metrics.matching import DEFAULT_RESTARTS
     from platobench.metrics.selection import select_index
 
     counts = layer_count_of(job.x), layer_count_of(job.y)
     if counts[0] is None or counts[1] is None:
         return None
     shape = (counts[0], counts[1])
-    fixed = select_index(shape, job.setting.selection)
-    label = job.label
-    s = job.setting
-    if s.kind == "zeroshot":
-        opts = ZeroshotOptions.of(s)
-        cells = shape[0] * shape[1] if fixed is None else 1 + (fixed != (shape[0] - 1, shape[1] - 1))
-        restarts = DEFAULT_RESTARTS[opts.solver] if opts.restarts is None else opts.restarts
-        classes = len(inputs.x.data.class_names)
-        return zeroshot_cost(label, opts.solver, classes, cells, len(opts.seeds), restarts)
-    cells, layers = (shape[0] * shape[1], shape[0] + shape[1]) if fixed is None else (1, 2)
     widths = [w for w in (job.x.width, job.y.width) if w is not None]
-    return paired_cost(label, s.metric, len(inputs.dataset), cells, layers, max(widths, default=None), s.n_perm,
-                       s.n_ci, s.ci_fraction, get_metric(s.metric).interval)
-
-
-def _side_names(pair: tuple[ModelSpec, ModelSpec] | None) -> tuple[tuple[str, str], tuple[str, str]]:
-    """((x modality, y modality), (x name, y name)) of `pair`; None stands for a text x vision pair."""
-    if pair is None:
-        return ("text", "vision"), ("the text model", "the vision model")
-    return (pair[0].modality, pair[1].modality), (pair[0].name, pair[1].name)
+    return protocol_for(job.setting.kind).cost(job.setting, job.label, inputs, shape,
+                                               select_index(shape, job.setting.selection), widths)
 
 
 def pair_reads(setting: Setting, pair: tuple[ModelSpec, ModelSpec] | None = None) -> tuple[str, str]:
-    """What each side of `pair` (None: a text x vision pair) reads under `setting`: "prompts" and "image" for
-    a zero-shot setting, else `Setting.input_for` of each side. UserError naming both models when a side
-    cannot read its input (a vision model reads images, a text model captions; zero-shot is text x vision)."""
-    from platobench.results.schema import input_modality
-
-    modalities, names = _side_names(pair)
-    pair_text = f"{names[0]} x {names[1]}"
-    if setting.kind == "zeroshot":
-        if modalities != ("text", "vision"):
-            raise UserError(
-                f"setting {setting.id} matches class prompts (read by a text model) to images (read by a vision "
-                f"model): {pair_text} is {modalities[0]} x {modalities[1]}; use a text x vision pair")
-        return "prompts", "image"
-    reads = (setting.input_for(0, modalities[0]), setting.input_for(1, modalities[1]))
-    wrong = [f"{n} ({m}) cannot read {r!r}" for n, m, r in zip(names, modalities, reads) if input_modality(r) != m]
-    if wrong:
-        raise UserError(f"setting {setting.id} gives {pair_text} the inputs {list(reads)}: {'; '.join(wrong)} "
-                        "(a vision model reads 'image', a text model 'caption:<i>')")
-    return reads
-
-
-def _paired_sides(setting: Setting, data: Any, reads: tuple[str, str],
-                  pair: tuple[ModelSpec, ModelSpec] | None) -> tuple[SideInputs, SideInputs]:
-    """The two sides of a paired job on `data`, each caption checked to exist for every sample (UserError
-    naming the pair otherwise); on an ids-only dataset both sides must be `loader: features` entries."""
-    names = _side_names(pair)[1]
-    if isinstance(data, IdsDataset):  # no images or captions here: only embeddings read by sample id
-        models = [] if pair is None else [spec.name for spec in pair if spec.loader != "features"]
-        if models:
-            raise UserError(f"dataset {setting.dataset} holds sample ids only (precomputed embeddings): "
-                            f"{' and '.join(models)} would have to read its inputs; only `loader: features` "
-                            "zoo entries can be measured on it")
-    else:
-        for name, read in zip(names, reads):
-            if read != "image":
-                try:
-                    data.captions(int(read.split(":")[1]))
-                except UserError as exc:
-                    raise UserError(f"setting {setting.id}: {name} of {names[0]} x {names[1]} reads {read!r}: "
-                                    f"{exc}") from None
-    x, y = (SideInputs(data, read, None, read) for read in reads)
-    return x, y
+    """What each side of `pair` (None: a text x vision pair) reads under `setting`, as its kind's protocol
+    says (zero-shot: "prompts" and "image"; paired: `Setting.input_for` of each side). UserError naming both
+    models when a side cannot read its input (a vision model reads images, a text model captions)."""
+    modalities, names = side_names(pair)
+    return protocol_for(setting.kind).reads(setting, modalities, names)
 
 
 def job_inputs(
@@ -185,18 +126,13 @@ def job_inputs(
     `pair_reads` says (each caption checked to exist for every sample). Zero-shot (text x vision only): the
     first `limit` images of each class and the class prompts (`zeroshot_inputs`). A pair that cannot read
     its inputs is a UserError naming both models, raised before any model runs. The memo's key holds
-    everything that changes the inputs: kind, dataset, limit and the zero-shot options."""
+    everything that changes the inputs (`Protocol.memo_key`: kind, dataset, limit, zero-shot options)."""
     reads = pair_reads(setting, pair)
-    k: Any = (setting.kind, setting.dataset, limit)
-    if setting.kind == "zeroshot":
-        k += (tuple(sorted((o, repr(v)) for o, v in setting.options.items())),)
+    protocol = protocol_for(setting.kind)
+    k = protocol.memo_key(setting, limit)
     if k not in cache:
         try:
-            if setting.kind == "zeroshot":
-                cache[k] = zeroshot_inputs(setting, limit)
-            else:
-                cache[k] = get_dataset(setting.dataset, limit=limit)
-                note_limit(limit, cache[k])
+            cache[k] = protocol.build(setting, limit)
         except Exception as exc:  # noqa: BLE001 -- one unavailable dataset must not stop the others
             cache[k] = exc
     got = cache[k]
@@ -204,13 +140,7 @@ def job_inputs(
         raise got
     if isinstance(got, Exception):
         raise RuntimeError(f"inputs of setting {setting.id} (dataset {setting.dataset}): {got}") from got  # noqa: TRY004
-    if setting.kind == "zeroshot":
-        ds, prompts = got
-        kwargs = {"labels": ds.labels, "prompts": prompts}
-        text = SideInputs(prompts, prompts.prompt, prompts.texts, "prompts")
-        return JobInputs(text, SideInputs(ds, "image", None, "image"), ds, False, kwargs)
-    x, y = _paired_sides(setting, got, reads, pair)
-    return JobInputs(x, y, got, True, {})
+    return protocol.job_inputs(setting, got, reads, pair)
 
 
 def plan_rows(jobs: list[Job], opts: RunOptions, store: FeatureStore) -> list[dict[str, Any]]:

@@ -20,10 +20,12 @@ from pydantic import (
     model_validator,
 )
 
-from platobench.bench.setting_rules import check_paired, check_preprocess, check_zeroshot
+from platobench.bench.protocols import PROTOCOLS, protocol_for
+from platobench.bench.setting_rules import check_preprocess
 from platobench.errors import UserError
 from platobench.files.ids import check_id, shown
 from platobench.files.yaml_safe import read_yaml
+from platobench.registry import did_you_mean
 
 Modality = Literal["text", "vision"]
 
@@ -47,14 +49,15 @@ class Setting(BaseModel):
     text model reads caption `caption_index` and a vision model the image, whatever the pair's modalities.
     kind "zeroshot": `metric` is "zeroshot_matching", its choices are `options`
     (`zeroshot_inputs.ZeroshotOptions`), and the paired-only fields (`setting_rules.PAIRED_ONLY`) stay
-    at their defaults. Checked on construction (`setting_rules`); a violation is a ValidationError whose
+    at their defaults. Each kind's rules are its protocol's (`platobench.bench.protocols`), checked on
+    construction (`setting_rules`); a violation is a ValidationError whose
     message says what to use instead.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: Id
-    kind: Literal["paired", "zeroshot"] = "paired"
+    kind: str = "paired"  # a registered setting kind (`protocols.PROTOCOLS`)
     dataset: Id
     caption_index: int = Field(default=0, ge=0, description="which caption of each sample (0: the first)")
     inputs: tuple[str, str] | None = Field(
@@ -71,6 +74,14 @@ class Setting(BaseModel):
     seed: int = Field(default=0, ge=0, lt=MAX_SEED, description="torch.Generator seed of the null shuffles and CI subsets")
     options: dict[str, Any] = Field(default_factory=dict, description="kind-specific options (zero-shot)")
     description: str = ""
+
+    @field_validator("kind")
+    @classmethod
+    def _kind(cls, value: str) -> str:
+        if value not in PROTOCOLS:
+            raise ValueError(f"unknown setting kind {value!r}{did_you_mean(value, PROTOCOLS.names())} "
+                             f"(known: {', '.join(PROTOCOLS.names())})")
+        return value
 
     @field_validator("preprocess")
     @classmethod
@@ -114,7 +125,7 @@ class Setting(BaseModel):
 
     @model_validator(mode="after")
     def _kind_rules(self) -> Setting:
-        (check_paired if self.kind == "paired" else check_zeroshot)(self)
+        protocol_for(self.kind).check(self)
         return self
 
 
@@ -232,8 +243,6 @@ class Catalog:
             elif token in self.settings:
                 ids = [token]
             else:
-                from platobench.registry import did_you_mean
-
                 hint = did_you_mean(token, [*self.settings, *self.groups])
                 raise UserError(
                     f"--settings: unknown setting or group {shown(token)}{hint}; settings: {sorted(self.settings)}, "

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from platobench.bench.jobs import JobInputs, SideInputs, score_job
+from platobench.bench.protocols import scorer_for
 from platobench.bench.settings import Setting
 from platobench.data.base import PairedDataset
 from platobench.data.subset import paired_subset
@@ -196,7 +197,7 @@ def _score(
     ds = features.dataset
     job_in = JobInputs(SideInputs(ds, prompt, None, prompt), SideInputs(ds, "image", None, "image"), ds, True, {})
     entries = (features(language, prompt), features(vision, "image"))
-    return score_job(setting, language, vision, entries, job_in,
+    return score_job(setting, language, vision, entries, job_in, scorer=scorer_for(setting.kind),
                      extra=None if extra is None else {"jepa_compare": extra})
 
 

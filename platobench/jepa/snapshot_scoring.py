@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from platobench.bench.jobs import SideInputs, score_job
+from platobench.bench.protocols import scorer_for
 from platobench.bench.runner import job_inputs
 from platobench.bench.settings import Setting
 from platobench.errors import UserError
@@ -156,7 +157,7 @@ class SnapshotScorer:
             text_entry = self._snapshot_entry(spec, job_in.x) if snapshot else self._entry(spec, job_in.x)
             for vision in self.vision:
                 record = score_job(setting, spec, vision, (text_entry, self._vision_entry(vision, job_in.y)),
-                                   job_in, extra=extra | limit)
+                                   job_in, scorer=scorer_for(setting.kind), extra=extra | limit)
                 self.paths.append(str(write_record(self.out, record)))
                 written.append(record)
         self.records.extend(written)
