@@ -95,8 +95,8 @@ def test_a_fixed_selection_names_the_models_layers_when_constant_layers_are_left
 def test_a_layer_constant_on_an_interval_subset_is_left_out_and_said_so():
     """At small N a layer can vary over all samples and yet be constant on one of the interval's subsets
     (here a vision layer that differs from the rest in two samples only): the interval could not be drawn
-    on it, so `score_paired` leaves it out like a constant layer and says why, and the interval is drawn
-    on exactly the subsets `interval_subsets` names; without an interval the layer stays."""
+    on it, so `score_paired` leaves it out like a constant layer, scores the record again without it and
+    says why (the subsets are those `interval_subsets` names); without an interval the layer stays."""
     from platobench.bench.scoring import score_paired
     from platobench.bench.settings import Setting
     from platobench.metrics.stats import interval_subsets
@@ -125,5 +125,5 @@ def test_a_layer_constant_on_an_interval_subset_is_left_out_and_said_so():
     without = score_paired(Setting(id="t", dataset="d", metric="mutual_knn", params={"k": 3}, n_perm=3, n_ci=0),
                            *sides, text, vision, ref, inputs={})
     assert without.extra["excluded_layers"]["y"] == [] and "subsets" not in without.extra["excluded_layers"]["why"]
-    with pytest.raises(ValueError, match="constant across the samples or on one of the interval's 20 subsets"):
+    with pytest.raises(ValueError, match="every layer of demo/dinov2-s-imgfocus is constant across the samples, or as"):
         score_paired(setting, *sides, text, [sparse], ref, inputs={})

@@ -16,11 +16,10 @@ from platobench.metrics.selection import kept_selection, select
 from platobench.metrics.stats import (
     chance_level,
     interval_method,
-    interval_subsets,
     permutation_null,
     subset_draws,
 )
-from platobench.metrics.validation import CONSTANT_RTOL, varying_layers
+from platobench.metrics.validation import CONSTANT_RTOL, DegenerateFeaturesError, varying_layers
 from platobench.results import (
     DatasetRef,
     IntervalRef,
@@ -107,23 +106,46 @@ def score_paired(
 ) -> ResultRecord:
     """The record of `setting` for one pair (`x`, `y` of any modalities); `*_layers` are the cached
     per-layer features [N, D_l] (row i of both is dataset sample i), `reads` what each side read. `inputs`
-    (feature-entry digests) is kept so reruns can tell what changed."""
+    (feature-entry digests) is kept so reruns can tell what changed.
+
+    Layers constant across the samples are left out of the grid. So is a layer that varies over the
+    samples but on which the metric has no score: constant as prepared on all samples or on samples the
+    score reads apart (one of the interval's subsets, the held-out residual's fit half), as at small N a
+    random-init CNN's stem whose rows differ only beyond the prh clamp. The record is then scored again
+    without it, and `extra.excluded_layers.why` says so."""
     t0 = time.perf_counter()
+    rows, cols = varying_layers(x_layers), varying_layers(y_layers)
+    if not rows or not cols:
+        side = x.name if not rows else y.name
+        raise ValueError(f"every layer of {side} is constant across the samples; nothing to score")
+    kept = {"Xs": rows, "Ys": cols}
+    dropped = False
+    while True:
+        try:
+            return _paired_record(setting, x, y, x_layers, y_layers, kept["Xs"], kept["Ys"], dropped, dataset,
+                                  inputs, revisions, reads, t0)
+        except DegenerateFeaturesError as exc:
+            if exc.side not in kept or exc.layer is None:
+                raise
+            side = kept[exc.side]
+            kept[exc.side] = side[:exc.layer] + side[exc.layer + 1:]
+            dropped = True
+            if not kept[exc.side]:
+                name = x.name if exc.side == "Xs" else y.name
+                raise ValueError(f"every layer of {name} is constant across the samples, or as prepared on samples "
+                                 f"the score reads; nothing to score (last: {exc})") from None
+
+
+def _paired_record(
+    setting: Setting, x: ModelSpec, y: ModelSpec, x_layers: Sequence[torch.Tensor], y_layers: Sequence[torch.Tensor],
+    rows: list[int], cols: list[int], subset_dropped: bool, dataset: DatasetRef, inputs: dict[str, Any],
+    revisions: tuple[str | None, str | None], reads: tuple[str, str], t0: float,
+) -> ResultRecord:
+    """`score_paired`'s record on the kept layers `rows` x `cols` (`subset_dropped`: some were left out for
+    being degenerate as prepared, on all samples or on some)."""
     metric = get_metric(setting.metric)
     params = metric.resolve_params(setting.params)
     shape = (len(x_layers), len(y_layers))
-    n = int(x_layers[0].shape[0])
-    rows, cols = varying_layers(x_layers), varying_layers(y_layers)
-    on_all = (rows, cols)
-    if setting.n_ci > 0:  # a layer constant on one interval subset has no score there: left out as well
-        subsets = interval_subsets(setting.metric, n, n_sub=setting.n_ci,
-                                   frac=setting.ci_fraction, seed=setting.seed)
-        rows = [i for i in rows if varying_layers([x_layers[i]], subsets=subsets)]
-        cols = [j for j in cols if varying_layers([y_layers[j]], subsets=subsets)]
-    if not rows or not cols:
-        side, kept_on_all = (x.name, on_all[0]) if not rows else (y.name, on_all[1])
-        where = f" or on one of the interval's {setting.n_ci} subsets" if kept_on_all else ""
-        raise ValueError(f"every layer of {side} is constant across the samples{where}; nothing to score")
     # a fixed selection names layers of the whole models: moved to the kept layers' grid
     sel = kept_selection(setting.selection, shape, rows, cols, (x.name, y.name))
     x_layers, y_layers = take_layers(x_layers, rows), take_layers(y_layers, cols)
@@ -178,8 +200,8 @@ def score_paired(
                 "x": [i for i in range(shape[0]) if i not in rows],
                 "y": [j for j in range(shape[1]) if j not in cols],
                 "why": f"constant across samples (relative spread <= {CONSTANT_RTOL:g})" + (
-                    "" if (rows, cols) == on_all else f", on all {n} samples or on one of the interval's "
-                    f"{setting.n_ci} subsets"),
+                    f"; or constant as prepared ({setting.preprocess}) on the samples the score reads: all, one of "
+                    f"the interval's {setting.n_ci} subsets, or the metric's own fit half" if subset_dropped else ""),
             },
             **rounding,
         },

@@ -152,8 +152,12 @@ def _iter_summaries(
     for i, layer in zip(indices or range(len(stack)), prepared_layers(stack, preprocess, indices)):
         if layer.shape[0] != n:
             raise UserError(f"{stack.label(i)} has {layer.shape[0]} samples, expected N={n} like the other layers")
-        check_varies(layer, stack.label(i), preprocess)
-        yield summarize(layer, params)
+        try:  # the metric's own checks (a fit half of constant rows, ...) included
+            check_varies(layer, stack.label(i), preprocess)
+            summary = summarize(layer, params)
+        except DegenerateFeaturesError as exc:
+            raise DegenerateFeaturesError(str(exc), side=stack.name, layer=i, on_subset=exc.on_subset) from None
+        yield summary
 
 
 def _prepare(metric: str, Xs: Any, Ys: Any, preprocess: str, labels: tuple[str, str],

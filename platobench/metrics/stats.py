@@ -54,7 +54,7 @@ from platobench.metrics.preprocess import LayerStack, RowSubset, prepared_layers
 from platobench.metrics.registry import INTERVAL_SCHEMES, Metric, get_metric
 from platobench.metrics.resampling import subset_se, t_quantile
 from platobench.metrics.selection import Selection, reduce_grids, select, select_index
-from platobench.metrics.validation import check_fraction, check_int
+from platobench.metrics.validation import DegenerateFeaturesError, check_fraction, check_int
 
 #: Whether nulls and intervals show a progress bar when not told (`progress=None`); set by `draw_bars`.
 _BARS: ContextVar[bool] = ContextVar("platobench_draw_bars", default=False)
@@ -310,6 +310,9 @@ def subset_draws(
             sub = summarize_layers(
                 metric, RowSubset(stacks[0], idx), RowSubset(stacks[1], idx), preprocess=preprocess, **only, **params
             )
+        except DegenerateFeaturesError as exc:  # the side and layer stay known: a caller may leave it out
+            raise DegenerateFeaturesError(f"subsample_ci: subsets of {len(idx)} samples are too small for {metric}: "
+                                          f"{exc}", side=exc.side, layer=exc.layer, on_subset=True) from None
         except UserError as exc:
             raise UserError(f"subsample_ci: subsets of {len(idx)} samples are too small for {metric}: {exc}") from None
         scores.append(select(sub.grid(), sub_selection, m.higher_is_better).score)
@@ -318,9 +321,8 @@ def subset_draws(
 
 def interval_subsets(metric: str, n: int, *, n_sub: int = 50, frac: float = 0.5, seed: int = 0,
                      scheme: str | None = None) -> list[torch.Tensor]:
-    """The B sorted index tensors of the samples each interval subset keeps, exactly those `subset_draws`
-    scores for the same (metric, N, B, frac, seed, scheme): the scoring can check its layers on them
-    before any metric runs. `scheme` defaults to the metric's declared `interval`."""
+    """The B sorted index tensors of the samples each interval subset keeps, as `subset_draws` scores them
+    for the same (metric, N, B, frac, seed, scheme). `scheme` defaults to the metric's declared `interval`."""
     n_sub = check_int(n_sub, "n_sub", 2)
     check_fraction(frac, "frac")
     seed = check_int(seed, "seed", 0)

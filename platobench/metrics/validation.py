@@ -15,7 +15,14 @@ from platobench.errors import UserError
 
 class DegenerateFeaturesError(UserError):
     """A layer is degenerate: all its rows (samples) are identical as given or after preprocessing, so
-    no alignment score says anything about it. The message names the side and the layer."""
+    no alignment score says anything about it. The message names the side and the layer; `side` (the
+    stack's name, "Xs" or "Ys") and `layer` (its position in the stack scored) say it to code, and
+    `on_subset` that it held on a resampling subset of the samples only."""
+
+    def __init__(self, message: str, *, side: str | None = None, layer: int | None = None,
+                 on_subset: bool = False) -> None:
+        super().__init__(message)
+        self.side, self.layer, self.on_subset = side, layer, on_subset
 
 
 class UndefinedScoreError(UserError):
@@ -151,32 +158,14 @@ def check_int(value: Any, name: str, minimum: int) -> int:
 CONSTANT_RTOL = 1e-5
 
 
-def varying_layers(layers: Sequence[torch.Tensor], rtol: float = CONSTANT_RTOL,
-                   subsets: Sequence[torch.Tensor] = ()) -> list[int]:
+def varying_layers(layers: Sequence[torch.Tensor], rtol: float = CONSTANT_RTOL) -> list[int]:
     """Positions of the layers whose features vary across samples. A layer whose largest deviation from
     its per-feature mean is at most `rtol` x its largest magnitude is constant up to float rounding (e.g.
     a ViT's CLS token at the embedding layer, identical for every image): every metric on it would
-    score rounding noise, so such layers are excluded from the grid and named in the record. With
-    `subsets` (sample indices, e.g. `stats.interval_subsets`), a layer must also vary on each of them by
-    the same rule: one constant on a subset has no score there, so its interval could not be drawn."""
-    return [i for i, x in enumerate(layers) if _varies(x, rtol, subsets)]
-
-
-def _spread_above(x: torch.Tensor, rtol: float) -> bool:
-    """Whether x [n, D] deviates from its per-feature mean by more than `rtol` x its max |x|."""
-    scale = float(x.abs().max())
-    return scale > 0 and float((x - x.mean(0)).abs().max()) > rtol * scale
-
-
-def _varies(x: torch.Tensor, rtol: float, subsets: Sequence[torch.Tensor]) -> bool:
-    """`_spread_above` on layer x [N, D] and on its rows in each of `subsets`. A subset's first rows settle
-    the usual case without a copy: a deviation from its first row above 2 rtol x max|x| of the whole
-    layer puts some row more than rtol x the subset's own max|x| away from the subset's mean."""
-    if not _spread_above(x, rtol):
-        return False
-    bound = 2 * rtol * float(x.abs().max())
-    for rows in subsets:
-        head = x[rows[:9]]
-        if not (len(head) > 1 and float((head[1:] - head[0]).abs().max()) > bound) and not _spread_above(x[rows], rtol):
-            return False
-    return True
+    score rounding noise, so such layers are excluded from the grid and named in the record."""
+    keep = []
+    for i, x in enumerate(layers):
+        scale = float(x.abs().max())
+        if scale > 0 and float((x - x.mean(0)).abs().max()) > rtol * scale:
+            keep.append(i)
+    return keep
