@@ -1,9 +1,10 @@
-"""One registry of named things, used for every kind platobench looks up by name: metrics, setting kinds'
-scorers, command modules.
+"""One registry of named things, used for every kind platobench looks up by name: metrics
+(`metrics.registry.METRICS`), setting kinds (`bench.protocols.PROTOCOLS`), model loaders
+(`zoo.support.LOADERS`), datasets (`data.catalog.DATASETS`) and commands (`cli.COMMANDS`).
 
 A `Registry[T]` maps names to objects of one kind. An entry is the object itself or a lazy target
-"package.module:attribute", imported on its first lookup (a scorer loads torch; building the command-line
-parser must not). Built-ins are modules whose import registers them, imported on the first lookup, and so
+"package.module:attribute", imported on its first lookup (a command module may load torch; `--help` must
+not). Built-ins are modules whose import registers them, imported on the first lookup, and so
 are plugins: every entry point of the group `platobench.plugins` (a module, imported, or a callable,
 called) may register into any registry, e.g. in a plugin's pyproject.toml::
 

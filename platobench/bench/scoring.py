@@ -13,12 +13,7 @@ from platobench.metrics import get_metric
 from platobench.metrics.api import summarize_layers
 from platobench.metrics.cached_layers import take_layers
 from platobench.metrics.selection import kept_selection, select
-from platobench.metrics.stats import (
-    chance_level,
-    interval_method,
-    permutation_null,
-    subset_draws,
-)
+from platobench.metrics.stats import chance_level, interval_method, permutation_null, subset_draws
 from platobench.metrics.validation import CONSTANT_RTOL, DegenerateFeaturesError, varying_layers
 from platobench.results import (
     DatasetRef,
