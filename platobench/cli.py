@@ -16,7 +16,7 @@ import contextlib
 import errno
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -62,8 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
     for command in _leaf_parsers(parser):
         if not any("--home" in action.option_strings for action in command._actions):
             command.add_argument("--home", type=Path, default=None, metavar="DIR",
-                                 help=f"platobench home: features, weights and data caches (default: ${paths.ENV_VAR} "
-                                      "or ~/.cache/platobench)")
+                                 help=f"platobench home of this command: features, weights and data caches "
+                                      f"(default: ${paths.ENV_VAR} or ~/.cache/platobench)")
     return parser
 
 
@@ -75,24 +75,6 @@ def _leaf_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentPars
     return [leaf for a in subs for child in dict.fromkeys(a.choices.values()) for leaf in _leaf_parsers(child)]
 
 
-@contextlib.contextmanager
-def _home(home: Path | None) -> Iterator[None]:
-    """`--home DIR` in force: ${paths.ENV_VAR} set to DIR for the command (and the processes it starts),
-    restored afterwards."""
-    if home is None:
-        yield
-        return
-    before = os.environ.get(paths.ENV_VAR)
-    os.environ[paths.ENV_VAR] = str(home.expanduser())
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop(paths.ENV_VAR, None)
-        else:
-            os.environ[paths.ENV_VAR] = before
-
-
 def os_error_message(exc: OSError) -> str:
     """One line for an `OSError` naming a file: the reason and the path(s); for a refused write inside
     the platobench home, where that home comes from and how to choose another."""
@@ -102,9 +84,12 @@ def os_error_message(exc: OSError) -> str:
     if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
         home = Path(os.path.abspath(paths.home()))
         if any(Path(os.path.abspath(n)).is_relative_to(home) for n in names):
-            where = f"from ${paths.ENV_VAR}" if os.environ.get(paths.ENV_VAR) else "the default"
-            message += (f" (in the platobench home {home}, {where}: make that folder writable, or set "
-                        f"{paths.ENV_VAR} to a writable one)")
+            if home != Path(os.path.abspath(paths.shell_home())):
+                where, other = "from --home", "give --home a writable one"
+            else:
+                where = f"from ${paths.ENV_VAR}" if os.environ.get(paths.ENV_VAR) else "the default"
+                other = f"set {paths.ENV_VAR} to a writable one"
+            message += f" (in the platobench home {home}, {where}: make that folder writable, or {other})"
     return message
 
 
@@ -124,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0 if args.command is None else 2
     try:
-        with _home(getattr(args, "home", None)), \
+        with paths.using_home(getattr(args, "home", None)), \
                 remote_code.allowed(getattr(args, "trust_remote_code", None) or ()), \
                 python_code.allowed(getattr(args, "trust_code", None) or ()), \
                 _datasets(getattr(args, "datasets_file", None) or ()):  # models named by the opt-ins, users' datasets

@@ -45,7 +45,7 @@ from filelock import FileLock, Timeout
 from platobench.errors import UserError
 from platobench.files import staging
 from platobench.paths import home as default_home
-from platobench.paths import models_dir
+from platobench.paths import models_dir, shell_home
 
 MARKER = "platobench_asset.json"
 VERIFIED = ".platobench_verified.json"  # cache: file -> {"stat": [size, mtime_ns, ctime_ns, inode], "sha256"}
@@ -365,7 +365,8 @@ def _check(asset: Asset, folder: Path, home: Path | None) -> bool:
 
 
 def _modified(asset: Asset, home: Path | None, what: str) -> PreparedModifiedError:
-    where = "" if home is None or Path(home) == default_home() else f" --home {home}"
+    root = Path(home) if home is not None else default_home()
+    where = "" if root == shell_home() else f" --home {root}"
     return PreparedModifiedError(
         f"prepared weights of {asset.id!r} changed after `platobench prepare`: {what}; "
         f"run `platobench prepare --force {asset.id}{where}` to convert them again")
