@@ -35,11 +35,13 @@ def forbidden(*a, **k):
 
 @pytest.fixture()
 def cache(tmp_path, monkeypatch):
-    """(store, 20-sample superset entry extracted with FakeText)."""
+    """(store, 20-sample superset entry extracted with FakeText). The dataset is built before the home moves:
+    the session home keeps the openclipart catalogue (a half-minute scan of the packages where it does not)."""
+    data = get_dataset("openclipart-1024", limit=20)
     monkeypatch.setenv("PLATOBENCH_HOME", str(tmp_path / "home"))
     store = FeatureStore(tmp_path / "features")
     monkeypatch.setattr(ex, "load_encoder", lambda *a, **k: FakeText())
-    full, _ = ex.extract(SPEC, get_dataset("openclipart-1024", limit=20), store=store, chunk_size=8, progress=False)
+    full, _ = ex.extract(SPEC, data, store=store, chunk_size=8, progress=False)
     return store, full
 
 
