@@ -53,3 +53,22 @@ def test_datasets_and_models_share_one_hub_offline():
     from platobench.encoders import sources
 
     assert data_hub.hub_offline is hub_offline and sources.hub_offline is hub_offline
+
+
+def test_the_hub_libraries_are_told_offline_at_call_time(monkeypatch):
+    """datasets and huggingface_hub read HF_HUB_OFFLINE once, at import: set later (the Python API, a
+    notebook), a hub dataset load retried the network for ~23 s. `offline_libraries` switches them for the
+    call and restores them."""
+    import datasets.config
+    import huggingface_hub.constants
+
+    from platobench.hub import offline_libraries
+
+    before = huggingface_hub.constants.HF_HUB_OFFLINE, datasets.config.HF_HUB_OFFLINE
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    with offline_libraries():
+        assert (huggingface_hub.constants.HF_HUB_OFFLINE, datasets.config.HF_HUB_OFFLINE) == before
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with offline_libraries():
+        assert huggingface_hub.constants.HF_HUB_OFFLINE is True and datasets.config.HF_HUB_OFFLINE is True
+    assert (huggingface_hub.constants.HF_HUB_OFFLINE, datasets.config.HF_HUB_OFFLINE) == before

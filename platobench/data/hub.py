@@ -12,7 +12,7 @@ from typing import Any
 
 from platobench.data.base import ClassDataset, PairedDataset
 from platobench.errors import UserError
-from platobench.hub import hub_offline
+from platobench.hub import hub_offline, offline_libraries
 
 OFFLINE_FALLBACK = "an offline dataset: openclipart-1024 (paired), openclipart-categories or fashion-mnist (class)"
 
@@ -42,7 +42,8 @@ def load_split(spec: HubSpec) -> Any:
     import datasets
 
     try:
-        return datasets.load_dataset(spec.repo, spec.config, revision=spec.revision, split=spec.split)
+        with offline_libraries():
+            return datasets.load_dataset(spec.repo, spec.config, revision=spec.revision, split=spec.split)
     except Exception as exc:  # the library raises many types (ConnectionError, FileNotFoundError, ...)
         if hub_offline():
             raise UserError(
