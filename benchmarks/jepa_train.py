@@ -7,7 +7,7 @@ loss, backward, optimiser step), interleaved round by round so machine noise hit
 - vicreg+fused: what `platobench jepa train` does (VICReg loss, fused AdamW);
 - invariance-only: the same step without VICReg's variance/covariance terms (baseline: their overhead);
 - vicreg+for-loop AdamW: the same step with the unfused optimiser (baseline: what fusing saves);
-- ntp: the causal twin (`platobench.jepa.ntp`: the same geometry with causal attention and an LM head) on
+- ntp: the causal twin (`platobench.experiments.jepa.ntp`: the same geometry with causal attention and an LM head) on
   documents of each sample's captions, 2 x max_tokens tokens (a pair's token budget), fused AdamW;
 - ntp through transformers' `labels=` path (baseline: the LM head on every position, padding included,
   where `lm_loss` runs it on the predicted tokens only).
@@ -28,12 +28,12 @@ import time
 import torch
 import torch.nn.functional as F
 
-from platobench.jepa.checkpoint import load_tokenizer
-from platobench.jepa.losses import jepa_loss
-from platobench.jepa.model import SIZES, TextJEPA, bert_config
-from platobench.jepa.ntp import DocumentSampler, causal_lm, document_tokens, lm_loss
-from platobench.jepa.train import CaptionCorpus, TrainConfig, split, train
-from platobench.jepa.views import ViewSampler, parse_views
+from platobench.experiments.jepa.checkpoint import load_tokenizer
+from platobench.experiments.jepa.losses import jepa_loss
+from platobench.experiments.jepa.model import SIZES, TextJEPA, bert_config
+from platobench.experiments.jepa.ntp import DocumentSampler, causal_lm, document_tokens, lm_loss
+from platobench.experiments.jepa.train import CaptionCorpus, TrainConfig, split, train
+from platobench.experiments.jepa.views import ViewSampler, parse_views
 
 
 def corpus(name: str, synthetic: bool) -> CaptionCorpus:

@@ -14,10 +14,10 @@ import time
 import numpy as np
 import torch
 
-from platobench.theory import worlds as wd
-from platobench.theory.experiments import one_world
-from platobench.theory.threads import single_threaded
-from platobench.theory.training import pairs_laplacian, whitened_outputs
+from platobench.experiments.theory import worlds as wd
+from platobench.experiments.theory.experiments import one_world
+from platobench.experiments.theory.threads import single_threaded
+from platobench.experiments.theory.training import pairs_laplacian, whitened_outputs
 
 
 def _time(fn, repeat: int = 3) -> float:

@@ -1,6 +1,7 @@
 """platobench: measure how alike the internal representations of different models are.
 
-Stages (one direction): zoo -> encoders -> features (cache) -> metrics -> bench (results, leaderboard).
+Stages (one direction): zoo -> encoders -> features (cache) -> metrics -> bench (results, leaderboard);
+experiments (jepa, stitch, theory, scaling-n) sit beside them and use the core through `platobench.api`.
 See README.md and docs/ (protocol.md, statistics.md) for the contracts. From Python: `platobench.evaluate(...)` (what
 `platobench run` does, returning `Results`), `platobench.AlignmentProbe` and `platobench.AlignmentCallback`
 (`platobench.api`; imported on first use).
@@ -10,9 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-__version__ = "0.1.0"
+from platobench.version import __version__
 
 _API = ("AlignmentCallback", "AlignmentProbe", "ProbeScore", "Results", "evaluate")
+
+
+__all__ = ["__version__", *_API]
 
 
 def __getattr__(name: str) -> Any:

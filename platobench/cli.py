@@ -36,13 +36,13 @@ for _name, _module in (
     ("encoders", "platobench.encoders.commands"),
     ("data", "platobench.data.commands"),
     ("features", "platobench.features.commands"),
-    ("metrics", "platobench.metrics.commands"),
+    ("metrics", "platobench.bench.metric_commands"),
     ("bench", "platobench.bench.commands"),
     ("leaderboard", "platobench.leaderboard.commands"),
-    ("theory", "platobench.theory.commands"),
-    ("jepa", "platobench.jepa.commands"),
-    ("stitch", "platobench.stitch.commands"),
-    ("scaling", "platobench.scaling.commands"),
+    ("theory", "platobench.experiments.theory.commands"),
+    ("jepa", "platobench.experiments.jepa.commands"),
+    ("stitch", "platobench.experiments.stitch.commands"),
+    ("scaling", "platobench.experiments.scaling.commands"),
 ):
     COMMANDS.register_lazy(_name, f"{_module}:register")
 

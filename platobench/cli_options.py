@@ -1,4 +1,5 @@
-"""Options shared by the command modules: `--device`, `--json` and repeatable `KEY=VALUE` pairs.
+"""Options shared by the command modules: `--device`, `--json` (and `progress_log`, which keeps progress
+lines off a JSON stdout) and repeatable `KEY=VALUE` pairs.
 
 Only the standard library and the light `platobench.errors` and `platobench.files.ids` are imported
 here, so building the parser stays fast (`platobench --help` does not import torch).
@@ -13,7 +14,8 @@ from __future__ import annotations
 
 import argparse
 import re
-from collections.abc import Sequence
+import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +72,15 @@ def add_device_option(parser: argparse.ArgumentParser, *, used_for: str = "featu
 def add_json_option(parser: argparse.ArgumentParser, *, what: str) -> None:
     """`--json` (a flag): print `what` as JSON instead of text."""
     parser.add_argument("--json", action="store_true", help=f"print {what} as JSON")
+
+
+def progress_log(as_json: bool) -> Callable[[str], None]:
+    """A printer of progress lines: to stdout, or to stderr when stdout carries `--json` output."""
+
+    def log(line: str) -> None:
+        print(line, file=sys.stderr if as_json else sys.stdout, flush=True)
+
+    return log
 
 
 def add_datasets_file_option(parser: argparse.ArgumentParser) -> None:

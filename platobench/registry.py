@@ -1,6 +1,7 @@
 """One registry of named things, used for every kind platobench looks up by name: metrics
 (`metrics.registry.METRICS`), setting kinds (`bench.protocols.PROTOCOLS`), model loaders
-(`zoo.support.LOADERS`), datasets (`data.catalog.DATASETS`) and commands (`cli.COMMANDS`).
+(`zoo.support.LOADERS`), datasets (`data.catalog.DATASETS`), commands (`cli.COMMANDS`) and record kinds
+that `check` verifies their own way (`bench.check.VERIFIERS`).
 
 A `Registry[T]` maps names to objects of one kind. An entry is the object itself or a lazy target
 "package.module:attribute", imported on its first lookup (a command module may load torch; `--help` must

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from bench_fixtures import make_record, seed_features
 
-from platobench.api.evaluation import Results
+from platobench.bench.evaluation import Results
 from platobench.bench.pairs import resolve_pairs
 from platobench.bench.runner import RunSummary, job_inputs
 from platobench.bench.settings import Catalog, PairSet, Setting

@@ -204,3 +204,13 @@ def test_callback_measures_every_n_steps_in_eval_mode(home: Path, seeded: tuple[
     assert logged == [{"alignment/tiny-mknn": record.score}] * 3
     with pytest.raises(UserError, match="positive"):
         platobench.AlignmentCallback(probe, encode, every=0)
+
+
+def test_the_package_version_is_the_one_pyproject_declares():
+    import tomllib
+
+    import platobench.api
+
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text(encoding="utf-8"))
+    assert platobench.__version__ == pyproject["project"]["version"]
+    assert platobench.api.__version__ == platobench.__version__

@@ -111,7 +111,7 @@ def test_cli_options_imports_only_light_modules(tmp_path):
     assert proc.returncode == 0, proc.stderr
     modules, torch_loaded = proc.stdout.splitlines()
     assert modules == str(sorted(["platobench", "platobench.cli_options", "platobench.errors",
-                                  "platobench.files", "platobench.files.ids"]))
+                                  "platobench.files", "platobench.files.ids", "platobench.version"]))
     assert torch_loaded == "False"
 
 

@@ -70,7 +70,7 @@ def test_leaderboard_without_plots_imports_no_torch(tmp_path: Path) -> None:
 
 
 def test_preprocess_choices_match_the_modes() -> None:
-    from platobench.metrics.commands import PREPROCESS_CHOICES
+    from platobench.bench.metric_commands import PREPROCESS_CHOICES
     from platobench.metrics.preprocess import PREPROCESS_MODES
 
     assert list(PREPROCESS_CHOICES) == sorted(PREPROCESS_MODES)

@@ -12,10 +12,10 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
+from platobench.bench.metric_commands import load_feature_file
 from platobench.cli import main
 from platobench.errors import UserError
 from platobench.metrics import cca, kernel, knn, layer_grid, list_metrics, preprocess, procrustes, score
-from platobench.metrics.commands import load_feature_file
 from platobench.metrics.validation import DegenerateFeaturesError, UndefinedScoreError
 
 METRICS = [m.id for m in list_metrics()]

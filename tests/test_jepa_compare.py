@@ -20,20 +20,21 @@ from PIL import Image
 from platobench import cli
 from platobench.bench.settings import Catalog, Setting
 from platobench.data.base import PairedDataset
+from platobench.data.heldout import is_heldout
 from platobench.data.subset import paired_subset
 from platobench.errors import UserError
-from platobench.features.extract import feature_key
-from platobench.features.store import FeatureStore
-from platobench.jepa import commands
-from platobench.jepa.compare import (
+from platobench.experiments.jepa import commands
+from platobench.experiments.jepa.compare import (
     CompareConfig,
     compare_setting,
     format_summary,
     heldout_subset,
     run_compare,
 )
-from platobench.jepa.model import SIZES, SizeConfig
-from platobench.jepa.train import CaptionCorpus, TrainConfig, is_heldout, split
+from platobench.experiments.jepa.model import SIZES, SizeConfig
+from platobench.experiments.jepa.train import CaptionCorpus, TrainConfig, split
+from platobench.features.extract import feature_key
+from platobench.features.store import FeatureStore
 from platobench.results import load_record, load_records
 from platobench.zoo import load_zoo
 
@@ -318,7 +319,7 @@ def test_cli_compare_errors_name_the_argument(tmp_path, monkeypatch, capsys, ext
 def test_cli_compare_defaults_to_paired_settings(tmp_path, monkeypatch):
     """The README's `jepa compare --dataset openclipart-desc --vision demo/dinov2-s-imgfocus --seeds 3`
     passes validation: its default settings are all paired."""
-    import platobench.jepa.compare as compare_module
+    import platobench.experiments.jepa.compare as compare_module
 
     seen = {}
 

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from platobench.errors import UserError
-from platobench.jepa.curve_analysis import (
+from platobench.experiments.jepa.curve_analysis import (
     CurveSet,
     efficiency,
     examples_to_reach,
@@ -16,7 +16,7 @@ from platobench.jepa.curve_analysis import (
     resolve_level,
     t_interval,
 )
-from platobench.jepa.recipes import log_spaced, parse_recipe, parse_recipes
+from platobench.experiments.jepa.recipes import log_spaced, parse_recipe, parse_recipes
 
 
 def test_recipes_parse_and_label():

@@ -12,10 +12,10 @@ import pytest
 from platobench import cli, paths
 from platobench.bench.settings import Catalog
 from platobench.errors import UserError
-from platobench.jepa.curve import SETTING_PREFIX, check_no_overlap
-from platobench.jepa.experiment_options import QUICK_EVAL_LIMIT
-from platobench.jepa.snapshot_scoring import experiment_setting
-from platobench.jepa.train import CaptionCorpus
+from platobench.experiments.jepa.curve import SETTING_PREFIX, check_no_overlap
+from platobench.experiments.jepa.experiment_options import QUICK_EVAL_LIMIT
+from platobench.experiments.jepa.snapshot_scoring import experiment_setting
+from platobench.experiments.jepa.train import CaptionCorpus
 from platobench.results import load_records
 
 VISION = "demo/efficientnet-lite0"  # real weights; the cheapest vision model of the session features

@@ -7,7 +7,13 @@ import math
 import pytest
 import torch
 
-from platobench.jepa.losses import LossWeights, covariance_term, effective_rank, jepa_loss, variance_term
+from platobench.experiments.jepa.losses import (
+    LossWeights,
+    covariance_term,
+    effective_rank,
+    jepa_loss,
+    variance_term,
+)
 
 
 def orthogonal_columns(n: int, k: int, seed: int = 0) -> torch.Tensor:

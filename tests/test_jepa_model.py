@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from platobench.jepa.model import SIZES, TextJEPA, bert_config, count_parameters
+from platobench.experiments.jepa.model import SIZES, TextJEPA, bert_config, count_parameters
 
 VOCAB = 30522  # bert-base-uncased WordPiece, the packaged tokenizer
 

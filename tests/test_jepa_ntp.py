@@ -12,12 +12,12 @@ from transformers import AutoModel, AutoModelForCausalLM
 
 from platobench import cli
 from platobench.encoders import load_encoder
-from platobench.jepa import commands
-from platobench.jepa.checkpoint import METADATA_FILE, model_name, read_metadata
-from platobench.jepa.export import export_run
-from platobench.jepa.model import SIZES, SizeConfig
-from platobench.jepa.ntp import SEPARATOR, DocumentSampler, causal_lm, features, lm_loss
-from platobench.jepa.train import CaptionCorpus, TrainConfig, checkpoint_steps, train
+from platobench.experiments.jepa import commands
+from platobench.experiments.jepa.checkpoint import METADATA_FILE, model_name, read_metadata
+from platobench.experiments.jepa.export import export_run
+from platobench.experiments.jepa.model import SIZES, SizeConfig
+from platobench.experiments.jepa.ntp import SEPARATOR, DocumentSampler, causal_lm, features, lm_loss
+from platobench.experiments.jepa.train import CaptionCorpus, TrainConfig, checkpoint_steps, train
 from platobench.zoo import read_zoo_file
 
 MICRO = SizeConfig(layers=1, hidden=32, heads=2, intermediate=64, max_tokens=16, projection=32, lr=3e-3)
@@ -64,7 +64,7 @@ def ntp_run():
 
 
 def test_causal_mask_hides_the_future():
-    from platobench.jepa.checkpoint import load_tokenizer
+    from platobench.experiments.jepa.checkpoint import load_tokenizer
 
     torch.manual_seed(0)
     model = causal_lm("micro", load_tokenizer(), MICRO.max_tokens).eval()
@@ -80,7 +80,7 @@ def test_causal_mask_hides_the_future():
 
 
 def test_lm_loss_is_transformers_causal_lm_loss_on_non_pad_tokens():
-    from platobench.jepa.checkpoint import load_tokenizer
+    from platobench.experiments.jepa.checkpoint import load_tokenizer
 
     torch.manual_seed(0)
     tokenizer = load_tokenizer()

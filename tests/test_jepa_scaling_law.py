@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from platobench.errors import UserError
-from platobench.jepa.scaling import compare_with_reruns, misalignment, share_recipe
-from platobench.jepa.scaling_commands import parse_grid
-from platobench.jepa.scaling_law import LawFit, fit_law
+from platobench.experiments.jepa.scaling import compare_with_reruns, misalignment, share_recipe
+from platobench.experiments.jepa.scaling_commands import parse_grid
+from platobench.experiments.jepa.scaling_law import LawFit, fit_law
 
 TRUE = LawFit(e=0.6, a=2.0, alpha=0.35, beta=0.05, rmse=0.0, n_points=0)
 P = np.repeat([0.0, 0.25, 0.5, 0.75, 1.0], 6)

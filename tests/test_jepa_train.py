@@ -11,13 +11,14 @@ import pytest
 import torch
 
 from platobench import cli
+from platobench.data.heldout import is_heldout
 from platobench.encoders import load_encoder
-from platobench.jepa import commands
-from platobench.jepa.checkpoint import METADATA_FILE, encode_checkpoint, read_metadata
-from platobench.jepa.export import export_run
-from platobench.jepa.model import SIZES, SizeConfig
-from platobench.jepa.train import CaptionCorpus, TrainConfig, is_heldout, split, train
-from platobench.jepa.views import parse_views
+from platobench.experiments.jepa import commands
+from platobench.experiments.jepa.checkpoint import METADATA_FILE, encode_checkpoint, read_metadata
+from platobench.experiments.jepa.export import export_run
+from platobench.experiments.jepa.model import SIZES, SizeConfig
+from platobench.experiments.jepa.train import CaptionCorpus, TrainConfig, split, train
+from platobench.experiments.jepa.views import parse_views
 from platobench.zoo import read_zoo_file
 
 MICRO = SizeConfig(layers=1, hidden=32, heads=2, intermediate=64, max_tokens=32, projection=32, lr=3e-3)
@@ -229,7 +230,7 @@ def test_cli_train_limit_below_the_global_batch_fails_before_loading(monkeypatch
 
 def test_cli_train_checks_the_training_split_before_any_work(monkeypatch, capsys):
     """--limit 64 with --batch-size 64 leaves ~51 training samples outside the held-out share."""
-    import platobench.jepa.train as train_module
+    import platobench.experiments.jepa.train as train_module
 
     small = scene_corpus()
     small.ids[:], small.views[:] = small.ids[:64], small.views[:64]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from platobench.errors import UserError
-from platobench.jepa.views import ViewMode, ViewSampler, corrupt, distinct_captions, parse_views
+from platobench.experiments.jepa.views import ViewMode, ViewSampler, corrupt, distinct_captions, parse_views
 
 CAPTIONS = [
     [

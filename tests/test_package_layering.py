@@ -2,7 +2,10 @@
 bench, result records import no stage that scores or renders, imports that run (at module load or inside a
 function; not under TYPE_CHECKING) form no cycle between modules, module-level ones none between
 subpackages (through results, leaderboard and bench), and no module takes a `_private` name from another
-subpackage."""
+subpackage.
+
+The experiments (platobench.experiments.*) sit beside the core: each imports the core only through
+`platobench.api`, none imports another, and the core imports none of them, deferred imports included."""
 
 from __future__ import annotations
 
@@ -87,9 +90,19 @@ def import_graph(root: Path = ROOT) -> dict[str, list[Import]]:
     return {name: imports_of(name, path, modules) for name, path in modules.items()}
 
 
+EXPERIMENTS = "platobench.experiments"
+API = "platobench.api"
+
+
 def subpackage(module: str) -> str:
-    """The stage a module belongs to: platobench.<first part> ("platobench.bench.runner" -> "platobench.bench")."""
-    return ".".join(module.split(".")[:2])
+    """The stage a module belongs to: platobench.<first part> ("platobench.bench.runner" -> "platobench.bench"),
+    or for an experiment platobench.experiments.<its name>."""
+    parts = module.split(".")
+    return ".".join(parts[:3] if ".".join(parts[:2]) == EXPERIMENTS else parts[:2])
+
+
+def is_experiment(module: str) -> bool:
+    return module == EXPERIMENTS or module.startswith(EXPERIMENTS + ".")
 
 
 def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -138,10 +151,11 @@ def runtime_edges(graph: dict[str, list[Import]]) -> dict[str, set[str]]:
     return {m: {i.module for i in imps if not i.typing_only and i.module in graph} for m, imps in graph.items()}
 
 
-def subpackage_edges(graph: dict[str, list[Import]]) -> dict[str, set[str]]:
-    """Subpackage -> the other subpackages its modules import when they load."""
+def subpackage_edges(graph: dict[str, list[Import]], deferred: bool = False) -> dict[str, set[str]]:
+    """Subpackage -> the other subpackages its modules import when they load (`deferred`: or inside a
+    function)."""
     edges: dict[str, set[str]] = {}
-    for m, targets in module_edges(graph).items():
+    for m, targets in (runtime_edges if deferred else module_edges)(graph).items():
         edges.setdefault(subpackage(m), set()).update(subpackage(t) for t in targets if subpackage(t) != subpackage(m))
     return edges
 
@@ -188,8 +202,47 @@ def test_no_import_cycle_between_subpackages(graph):
     assert cycles(edges) == []
 
 
+def test_no_import_cycle_between_subpackages_counting_deferred_imports(graph):
+    assert cycles(subpackage_edges(graph, deferred=True)) == []
+
+
 def test_no_private_name_is_imported_across_subpackages(graph):
     assert private_imports(graph) == []
+
+
+def api_offenders(graph: dict[str, list[Import]]) -> list[str]:
+    """Every import, deferred and TYPE_CHECKING ones included, that breaks the core / experiments line: an
+    experiment takes from the core anything but `platobench.api`'s own names, or from another experiment;
+    the core (anything outside platobench.experiments) imports an experiment."""
+    out = []
+    for m, imps in graph.items():
+        for i in imps:
+            if is_experiment(m):
+                if subpackage(i.module) != subpackage(m) and i.module != API:
+                    out.append(f"{m} imports {i.module}")
+            elif is_experiment(i.module):
+                out.append(f"{m} imports {i.module}")
+    return out
+
+
+def test_experiments_use_the_core_only_through_its_public_api(graph):
+    experiments = {subpackage(m) for m in graph if is_experiment(m) and m != EXPERIMENTS}
+    assert {"platobench.experiments.jepa", "platobench.experiments.stitch"} <= experiments
+    assert any(i.module == API for m in graph if is_experiment(m) for i in graph[m])
+    assert api_offenders(graph) == []
+
+
+def test_every_api_name_resolves():
+    """The lazy table of `platobench.api` and its TYPE_CHECKING imports name the same objects."""
+    import platobench.api as api
+
+    tree = ast.parse((ROOT / "api" / "__init__.py").read_text(encoding="utf-8"))
+    typed = {a.name: node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+             and node.module and node.module.startswith("platobench") for a in node.names}
+    assert typed == api._NAMES
+    assert sorted(api.__all__) == sorted(api._NAMES)
+    for name in api.__all__:
+        assert getattr(api, name) is getattr(__import__(api._NAMES[name], fromlist=[name]), name)
 
 
 # ----------------------------------------------------------------------------- the checks can fail
@@ -226,6 +279,24 @@ def test_a_cycle_between_subpackages_and_a_banned_import_are_found(tmp_path):
     assert _offenders(g, "platobench.leaderboard", ("platobench.bench",)) == [
         "platobench.leaderboard.m imports platobench.bench.r", "platobench.leaderboard.n imports platobench.bench.s"]
     assert cycles(subpackage_edges(g)) == [["platobench.bench", "platobench.leaderboard"]]
+
+
+def test_an_experiment_reaching_past_the_api_and_the_core_importing_one_are_found(tmp_path):
+    g = _package(tmp_path, {
+        "api/__init__.py": "", "api/probe.py": "", "bench/__init__.py": "", "bench/r.py": "X = 1\n",
+        "experiments/__init__.py": "", "experiments/a/__init__.py": "", "experiments/b/__init__.py": "",
+        "experiments/a/ok.py": "from platobench.api import X\nfrom platobench.experiments.a import ok\n",
+        "experiments/a/deep.py": "def f():\n    from platobench.bench.r import X\n",
+        "experiments/a/sub.py": "from platobench.api import probe\n",
+        "experiments/a/other.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                  "    from platobench.experiments.b import y\n",
+        "bench/s.py": "def f():\n    import platobench.experiments.a.ok\n",
+    })
+    assert sorted(api_offenders(g)) == [
+        "platobench.bench.s imports platobench.experiments.a.ok",
+        "platobench.experiments.a.deep imports platobench.bench.r",
+        "platobench.experiments.a.other imports platobench.experiments.b",
+        "platobench.experiments.a.sub imports platobench.api.probe"]
 
 
 def test_a_private_name_from_another_subpackage_is_found(tmp_path):

@@ -1,4 +1,4 @@
-"""`platobench scaling-n` (platobench.scaling): sizes, the synthetic population, curves with known
+"""`platobench scaling-n` (platobench.experiments.scaling): sizes, the synthetic population, curves with known
 answers (identical sides score 1 at every N, broken pairing sits at chance), refusals, the report, and
 an end-to-end run on real weights (slow)."""
 
@@ -12,9 +12,9 @@ import torch
 
 from platobench import cli
 from platobench.errors import UserError
-from platobench.scaling.curve import Point, doubling_sizes, real_curve, synthetic_curve
-from platobench.scaling.report import markdown, write_report
-from platobench.scaling.synthetic import LatentModel, latent_pair
+from platobench.experiments.scaling.curve import Point, doubling_sizes, real_curve, synthetic_curve
+from platobench.experiments.scaling.report import markdown, write_report
+from platobench.experiments.scaling.synthetic import LatentModel, latent_pair
 
 
 def test_doubling_sizes():

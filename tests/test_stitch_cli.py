@@ -10,14 +10,14 @@ import pytest
 
 from platobench import cli
 from platobench.data.base import PairedDataset
+from platobench.experiments.stitch.evaluate import EvalOptions
+from platobench.experiments.stitch.report import print_summary, run_records, write_report
+from platobench.experiments.stitch.run import DecoderOptions, StitchConfig, run_stitch
+from platobench.experiments.stitch.split import split_dataset
 from platobench.features.store import FeatureStore
 from platobench.leaderboard.build import build_leaderboard
 from platobench.leaderboard.stitch_table import stitch_extra
 from platobench.results import load_records
-from platobench.stitch.evaluate import EvalOptions
-from platobench.stitch.report import print_summary, run_records, write_report
-from platobench.stitch.run import DecoderOptions, StitchConfig, run_stitch
-from platobench.stitch.split import split_dataset
 from platobench.zoo import load_zoo
 
 

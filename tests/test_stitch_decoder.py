@@ -13,8 +13,14 @@ import pytest
 import torch
 
 from platobench.errors import UserError
-from platobench.stitch.decoder import PrefixCaptioner, Recipe, load_captioner, tiny_captioner, word_tokenizer
-from platobench.stitch.decoder_train import train_captioner
+from platobench.experiments.stitch.decoder import (
+    PrefixCaptioner,
+    Recipe,
+    load_captioner,
+    tiny_captioner,
+    word_tokenizer,
+)
+from platobench.experiments.stitch.decoder_train import train_captioner
 
 D = 24
 COLOURS = ["red", "blue", "green", "yellow", "black", "white", "pink"]

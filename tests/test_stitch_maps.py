@@ -1,4 +1,4 @@
-"""The stitching map (platobench.stitch.maps): planted maps recovered from pairs and without pairs,
+"""The stitching map (platobench.experiments.stitch.maps): planted maps recovered from pairs and without pairs,
 semi-orthogonality of every fit, the seeded random map, the shuffled control, counts and refusals."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from platobench.errors import UserError
-from platobench.stitch.maps import METHODS, Normaliser, fit_map, random_map
+from platobench.experiments.stitch.maps import METHODS, Normaliser, fit_map, random_map
 
 WIDTHS = [(5, 8), (6, 6), (8, 5)]
 

@@ -14,7 +14,7 @@ from pycocoevalcap.cider.cider import Cider
 from pycocoevalcap.tokenizer import ptbtokenizer
 
 from platobench.errors import UserError
-from platobench.stitch.scores import bleu_statistics, caption_scores, corpus_bleu4, tokenize
+from platobench.experiments.stitch.scores import bleu_statistics, caption_scores, corpus_bleu4, tokenize
 
 CAPTIONS = [
     "A mushroom.",

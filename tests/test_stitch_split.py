@@ -6,12 +6,12 @@ import pytest
 import torch
 
 from platobench.data.base import PairedDataset
+from platobench.data.heldout import is_heldout
 from platobench.errors import UserError
-from platobench.jepa.config import is_heldout
-from platobench.stitch.commands import parse_ks
-from platobench.stitch.evaluate import nearest_captions, sample_rows
-from platobench.stitch.planted import planted_features
-from platobench.stitch.split import normalised_text, split_dataset
+from platobench.experiments.stitch.commands import parse_ks
+from platobench.experiments.stitch.evaluate import nearest_captions, sample_rows
+from platobench.experiments.stitch.planted import planted_features
+from platobench.experiments.stitch.split import normalised_text, split_dataset
 
 
 def _dataset(views: list[list[str]]) -> PairedDataset:

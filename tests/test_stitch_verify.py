@@ -15,11 +15,11 @@ import pytest
 
 from platobench.cli import main
 from platobench.data import get_dataset
+from platobench.experiments.stitch.evaluate import EvalOptions
+from platobench.experiments.stitch.run import DecoderOptions, StitchConfig, run_stitch
+from platobench.experiments.stitch.split import split_dataset
 from platobench.features.store import FeatureStore
 from platobench.results import load_record, load_records
-from platobench.stitch.evaluate import EvalOptions
-from platobench.stitch.run import DecoderOptions, StitchConfig, run_stitch
-from platobench.stitch.split import split_dataset
 from platobench.zoo import load_zoo
 
 LIMIT = 60

@@ -19,10 +19,10 @@ from test_submit_encoder import PAIR, TOY_MODULE, VISION, N, entry
 from platobench import cli
 from platobench.bench import terminal_board
 from platobench.cli import main
+from platobench.experiments.jepa import compare as jepa_compare
+from platobench.experiments.jepa.compare import heldout_subset, run_compare
+from platobench.experiments.jepa.model import SIZES
 from platobench.features.store import FeatureStore
-from platobench.jepa import compare as jepa_compare
-from platobench.jepa.compare import heldout_subset, run_compare
-from platobench.jepa.model import SIZES
 from platobench.leaderboard.paired import record_ranks
 from platobench.leaderboard.ranks import tie_ranks
 from platobench.metrics.stats import permutation_null

@@ -6,10 +6,10 @@ import scipy.linalg
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from platobench.theory import worlds as wd
-from platobench.theory.bound import davis_kahan_bound, misalignment
-from platobench.theory.experiments import VIOLATION_SLACK, run_worlds
-from platobench.theory.spectral import spectral_embedding
+from platobench.experiments.theory import worlds as wd
+from platobench.experiments.theory.bound import davis_kahan_bound, misalignment
+from platobench.experiments.theory.experiments import VIOLATION_SLACK, run_worlds
+from platobench.experiments.theory.spectral import spectral_embedding
 
 
 def _direct_rho(Ua, Ub):

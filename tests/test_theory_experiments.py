@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from platobench.errors import UserError
-from platobench.theory.experiments import (
+from platobench.experiments.theory.experiments import (
     fit_scaling_law,
     run_scaling,
     run_worlds,

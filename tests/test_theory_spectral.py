@@ -5,8 +5,8 @@ import pytest
 import scipy.linalg
 
 from platobench.errors import UserError
-from platobench.theory import worlds as wd
-from platobench.theory.spectral import spectral_embedding, whiten
+from platobench.experiments.theory import worlds as wd
+from platobench.experiments.theory.spectral import spectral_embedding, whiten
 
 
 def _world(n=30, seed=0, family="sbm"):

@@ -5,11 +5,11 @@ import pytest
 import torch
 
 from platobench.errors import UserError
-from platobench.theory import worlds as wd
-from platobench.theory.bound import misalignment
-from platobench.theory.experiments import TRAINING_TOLERANCE, run_training
-from platobench.theory.spectral import spectral_embedding
-from platobench.theory.training import pairs_laplacian, train_jepa, whitened_outputs
+from platobench.experiments.theory import worlds as wd
+from platobench.experiments.theory.bound import misalignment
+from platobench.experiments.theory.experiments import TRAINING_TOLERANCE, run_training
+from platobench.experiments.theory.spectral import spectral_embedding
+from platobench.experiments.theory.training import pairs_laplacian, train_jepa, whitened_outputs
 
 
 def test_whitened_outputs_have_identity_covariance_under_p():

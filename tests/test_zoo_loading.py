@@ -193,7 +193,7 @@ def test_example_text_jepa_file_is_valid():
 
 def test_zoo_entry_written_by_jepa_training_loads(tmp_path):
     """The zoo_entry.yaml that `platobench jepa train` writes beside a checkpoint is a valid user zoo file."""
-    checkpoint = pytest.importorskip("platobench.jepa.checkpoint")
+    checkpoint = pytest.importorskip("platobench.experiments.jepa.checkpoint")
     spec = checkpoint.zoo_spec("text-jepa/tiny-good.openclipart-s0", tmp_path / "ckpt", num_layers=2, width=64,
                                params=1_234_567, notes="test")
     path = checkpoint.write_zoo_entry(spec, tmp_path / "zoo_entry.yaml")

@@ -99,7 +99,7 @@ class AlignmentProbe:
         workers: int = 2,
         progress: bool = False,
     ) -> None:
-        from platobench.api.evaluation import as_zoo
+        from platobench.bench.evaluation import as_zoo
         from platobench.bench.runner import job_inputs
         from platobench.bench.settings import Catalog
         from platobench.data.datasets_file import using

@@ -37,6 +37,7 @@ import argparse
 import json
 import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -59,6 +60,7 @@ from platobench.cli_options import add_device_option, add_json_option
 from platobench.errors import UserError
 from platobench.files.ids import shown
 from platobench.leaderboard.consistency import inconsistencies
+from platobench.registry import Registry
 from platobench.results import ResultRecord, load_records_checked
 from platobench.zoo import zoo_from_args
 
@@ -72,6 +74,12 @@ if TYPE_CHECKING:  # torch (features, scorers, runner) loads when a record is ch
     from platobench.zoo import ModelSpec, Zoo
 
 OFFLINE_SOURCES = frozenset({"packaged", "local", "baseline"})
+
+#: Record kinds that `check` verifies with a function of their own (record -> its outcome and the
+#: recomputed record or None) instead of re-scoring features. A stitch record's stored captions are re-scored
+#: (only a rerun retrains its decoder); the stitch experiment lives beside the core and is named here only.
+VERIFIERS: Registry[Callable[[ResultRecord], tuple[Outcome, ResultRecord | None]]] = Registry("record kind")
+VERIFIERS.register_lazy("stitch", "platobench.experiments.stitch.verify:verify_stitch")
 STATUSES = ("ok", "moved", "invalid", "skipped")
 STATUS_ORDER = {"invalid": 0, "moved": 1, "skipped": 2, "ok": 3}  # failures first in the table
 UNKNOWN_SETTING = "a setting of the catalog (or of a --settings-file) or of the record's setting_config"
@@ -156,10 +164,8 @@ class Checker:
         from platobench.features.store import SampleMismatchError
 
         out = Outcome(record.setting, record.x.name, record.y.name, status="skipped")
-        if record.kind == "stitch":  # the stored captions are re-scored; only a rerun retrains the decoder
-            from platobench.stitch.verify import verify_stitch
-
-            return verify_stitch(record)
+        if record.kind in VERIFIERS:
+            return VERIFIERS.get(record.kind)(record)
         setting, out.mismatches, out.notes = self.setting_of(record)
         if setting is None:
             out.status = "invalid"

@@ -77,9 +77,9 @@ def register(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from platobench.api.evaluation import evaluate, plan_jobs
     from platobench.bench.cost import duration
     from platobench.bench.dry_run import COMPUTE, extraction_rows, record_plans, summary_line
+    from platobench.bench.evaluation import evaluate, plan_jobs
     from platobench.bench.runner import RunOptions, plan_costs
     from platobench.bench.settings import Catalog
     from platobench.bench.terminal_board import board_rows, print_board

@@ -21,7 +21,6 @@ import torch
 from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 
-from platobench import __version__
 from platobench.data.base import ids_hash
 from platobench.dtypes import SAFETENSORS_CODES, torch_dtype
 from platobench.features.entry import (
@@ -36,6 +35,7 @@ from platobench.features.entry import (
 )
 from platobench.features.entry_lock import EntryLock
 from platobench.files.atomic import atomic_write_bytes
+from platobench.version import __version__
 
 if TYPE_CHECKING:
     from platobench.features.store import FeatureStore

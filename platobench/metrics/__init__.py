@@ -2,7 +2,7 @@
 
 Every metric is registered before the first lookup (`registry.BUILTIN_MODULES`): the kNN family (knn),
 CKA (kernel), rotation residuals (procrustes) and SVCCA (cca). The names below are imported (with torch)
-on first access, so that importing `platobench.metrics.commands` to build the CLI parser stays light.
+on first access, so that importing `platobench.bench.metric_commands` to build the CLI parser stays light.
 """
 
 from __future__ import annotations

@@ -23,9 +23,9 @@ from pydantic import (
     model_validator,
 )
 
-from platobench import __version__
 from platobench.errors import UserError
 from platobench.files.ids import ID_RULE, check_id, check_model_name, shown
+from platobench.version import __version__
 
 SCHEMA_VERSION = 2
 Modality = Literal["text", "vision"]
