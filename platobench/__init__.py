@@ -2,7 +2,7 @@
 
 Stages (one direction): zoo -> encoders -> features (cache) -> metrics -> bench (results, leaderboard);
 experiments (jepa, stitch, theory, scaling-n) sit beside them and use the core through `platobench.api`.
-See README.md and docs/ (protocol.md, statistics.md) for the contracts. From Python: `platobench.evaluate(...)` (what
+See README.md and docs/ (architecture.md, protocol.md, statistics.md) for the contracts. From Python: `platobench.evaluate(...)` (what
 `platobench run` does, returning `Results`), `platobench.AlignmentProbe` and `platobench.AlignmentCallback`
 (`platobench.api`; imported on first use).
 """

@@ -51,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="platobench",
         description=(
-            "Measure representational alignment between language and vision models "
+            "Measure representational alignment between models of any two modalities (text, vision) "
             "(Platonic Representation Hypothesis). Run `platobench COMMAND --help` for details."
         ),
     )

@@ -88,7 +88,7 @@ def add_datasets_file_option(parser: argparse.ArgumentParser) -> None:
     or local parquet dataset) that settings and --dataset may then name (`platobench.data.datasets_file`)."""
     parser.add_argument("--datasets-file", action="append", default=[], type=Path, metavar="FILE",
                         help="YAML of your own datasets (type: folder | hub), usable wherever a dataset is named "
-                             "(repeatable; see the README's 'Your own data')")
+                             "(repeatable; see docs/datasets.md)")
 
 
 def add_renamed_option(parser: argparse.ArgumentParser, old: str, new: str) -> None:

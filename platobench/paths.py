@@ -1,6 +1,6 @@
 """Where platobench keeps what it writes: the cache root and its sub-folders.
 
-The root is `$PLATOBENCH_HOME` when set, else `~/.cache/platobench` (README: "Offline demo and board"). Nothing here creates
+The root is `$PLATOBENCH_HOME` when set, else `~/.cache/platobench` (docs/offline-demo.md). Nothing here creates
 folders; writers create what they need.
 """
 

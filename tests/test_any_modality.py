@@ -193,7 +193,7 @@ def test_same_modality_pairs_run_end_to_end_onto_boards_of_their_own(tmp_path, m
 
 
 def test_the_readme_pair_kind_example_is_data_that_loads_resolves_and_refuses_a_mismatch(tmp_path):
-    readme_text = (ROOT / "README.md").read_text()
+    readme_text = (ROOT / "docs" / "extending" / "README.md").read_text()
     block = readme_text.split("**A pair kind** (no code).", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
     path = tmp_path / "my_pairs.yaml"
     path.write_text(block)

@@ -299,8 +299,7 @@ def test_model_loading_silences_transformers_bars_and_restores_them(monkeypatch)
 
 
 def test_readme_command_table_names_the_new_commands():
-    readme = (Path(__file__).parents[1] / "README.md").read_text("utf-8")
-    table = readme[readme.index("## Command line") : readme.index("## Python API")]
+    table = (Path(__file__).parents[1] / "docs" / "cli.md").read_text("utf-8")
     assert "`platobench settings list`" in table and "`pairs show NAME`" in table
     assert "cache list" in table and "cache ls" not in table
 

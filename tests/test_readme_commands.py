@@ -1,6 +1,7 @@
-"""Every `platobench ...` command in the README and in the `--help` examples works as written.
+"""Every `platobench ...` command in the README, the docs and in the `--help` examples works as written.
 
-Commands are read from README.md (inline code and code blocks) and from every subcommand's help text
+Commands are read from README.md, docs/**/*.md and reports/*.md (inline code and code blocks) and from every
+subcommand's help text
 ("Example: platobench ..."). Each is classified:
 - a synopsis (placeholders such as NAME or M[,M..], optional parts in [...], alternatives a|b, "..."): its
   subcommand must exist and every option it names must be one of that subcommand's options;
@@ -26,6 +27,10 @@ from platobench.cli import build_parser, main
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
+#: The pages whose commands are checked: the README, every docs page and the reports' top-level pages (not
+#: docs/cli-reference.md: the help texts it copies are read from the parser below).
+PAGES = [README, *sorted(p for p in (ROOT / "docs").rglob("*.md") if p.name != "cli-reference.md"),
+         *sorted((ROOT / "reports").glob("*.md"))]
 PLACEHOLDER = re.compile(r"(^|[\s=,:])([A-Z][A-Z0-9_]*)(\[|,|$|\s)|\[|\||\.\.\.|…")
 
 RUN = {
@@ -61,8 +66,8 @@ PARSE_ONLY = {
     "platobench jepa scaling --corpus wordnet --vision demo/dinov2-s-imgfocus --quick":
         "about a minute; tests/test_jepa_experiments_cli.py runs it",
     "platobench leaderboard --results results": "the run command above, into ./leaderboard",
-    "platobench run --pairs demo --settings demo --limit 64 --out /tmp/try": "about 3 minutes (the README's "
-        "quick try); tests/test_limit_reuse.py runs limited demo runs",
+    "platobench run --pairs demo --settings demo --limit 64 --out /tmp/try": "about 3 minutes (the "
+        "quick try of docs/getting-started.md); tests/test_limit_reuse.py runs limited demo runs",
     "platobench stitch --dataset coco-captions --vision dinov2-hf/vit-b14,dinov3/vit-b16.lvd1689m --text "
     "sentence-transformers/all-mpnet-base-v2 --device cuda": "needs a GPU and the hub",
     "platobench stitch --text demo/mpnet-base": "12 minutes; tests/test_stitch_cli.py runs --quick",
@@ -83,13 +88,19 @@ PARSE_ONLY = {
     "results/offline": "one of the committed vision x vision records, reused",
     "platobench run --pairs demo-views --settings views --out results/offline":
         "reuses the committed records; tests/test_any_modality.py checks that a dry run reuses every one",
+    "platobench extract --zoo zoo.yaml --model mine/tiny-cnn --dataset tuxpaint": "docs/extending/model.md's "
+        "worked loader, in the reader's copy; tests/test_docs_extending.py performs the page and extracts with it",
+    "platobench run --zoo zoo.yaml --pairs demo/minilm-l6:mine/tiny-cnn --settings demo-mknn":
+        "the same worked loader, scored; it exists only in the reader's copy of the package",
+    "platobench score --metric rsa_cosine": "docs/extending/metric.md's worked metric, which exists only in the "
+        "reader's copy; tests/test_docs_extending.py performs the page and runs the metric contract tests on it",
     "platobench submit my_encoder.yaml --settings demo --pairs demo --out results/offline":
         "my_encoder.yaml is the reader's file; tests/test_submit_examples.py submits examples/",
 }
 
 
 def _readme_commands() -> set[str]:
-    text = README.read_text(encoding="utf-8")
+    text = "\n".join(page.read_text(encoding="utf-8") for page in PAGES)
     found = set()
     # every fenced block in turn (a yaml or python block must not shift the pairing of the fences), shell ones read
     for lang, block in re.findall(r"```([a-z]*)\n(.*?)```", text, flags=re.S):

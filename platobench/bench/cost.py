@@ -13,7 +13,7 @@ per-evaluation times measured roughly on 2 CPU cores and fitted to the runtimes 
               (C! / 10^6 s for the brute-force solver), cells as above (2 when the last pair is also scored).
 
 `check_cost` refuses a run whose estimate exceeds `CONFIRM_S` unless confirmed (`run --yes`), and any run
-over `MAX_S` (README "Settings, pairs and results").
+over `MAX_S` (docs/settings-and-results.md).
 """
 
 from __future__ import annotations

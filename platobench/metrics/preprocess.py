@@ -6,7 +6,7 @@ Modes:
   prh        the PRH protocol as published (Huh et al. 2024; minyoungg/platonic-rep): clamp every value
              of the stack to [-c, c], then l2-normalise each row of each layer. c is computed as in
              `metrics.remove_outliers(feats, q=0.95, exact=False)`, which `measure_alignment.py` runs on
-             the [N, L, D] stack by default (its `--precise` flag is off in the README's commands):
+             the [N, L, D] stack by default (its `--precise` flag is off in the documented commands):
              for each sample n, the linearly interpolated `torch.quantile` (q = 0.95) of |x| over all of
              that sample's L*D values, then the mean of these N per-sample quantiles.
   prh_exact  the reference's `exact=True` branch (`measure_alignment.py --precise`, and

@@ -32,7 +32,7 @@ SourceType = Literal["hub", "timm", "openclip", "local", "packaged", "baseline",
 
 PACKAGED_PREFIX = "packaged:"
 
-# Physical bounds of a zoo entry's counts (README "Model zoo"): the largest published models have ~100
+# Physical bounds of a zoo entry's counts (docs/models.md): the largest published models have ~100
 # blocks, residual streams of ~3*10^4 and ~2*10^6 M parameters, so these leave room by orders of magnitude
 # while keeping every count small enough to plan with (a typo of 10^12 blocks is refused by `zoo validate`).
 MAX_NUM_LAYERS = 4096
