@@ -1,3 +1,3 @@
-"""The package version: the same string as pyproject.toml's `version` (tests/test_api.py checks it)."""
+"""The package version: the same string as pyproject.toml's `version` (tests/core/test_api.py checks it)."""
 
 __version__ = "0.1.0"

@@ -1,5 +1,5 @@
 """Write docs/cli-reference.md: the `--help` of every platobench command and subcommand, as the parser
-prints it at 100 columns (`python scripts/cli_reference.py`; tests/test_docs_pages.py fails when the
+prints it at 100 columns (`python scripts/cli_reference.py`; tests/docs/test_docs_pages.py fails when the
 committed page differs from what the parser prints now)."""
 
 from __future__ import annotations

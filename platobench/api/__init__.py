@@ -5,7 +5,7 @@ training against a cached reference) and `AlignmentCallback` (the probe as a `tr
 
 For experiments and plugins: everything `platobench.experiments` (jepa, stitch, theory, scaling) uses from
 the core, by theme: records, models and features, datasets, scoring, boards and reports, commands and files.
-An experiment imports the core only from here (`tests/test_package_layering.py` enforces it), so the core's
+An experiment imports the core only from here (`tests/core/test_package_layering.py` enforces it), so the core's
 modules may move behind these names without breaking one.
 
 Every name is imported on first use: importing this module loads no torch, transformers or pydantic.

@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # numpy, torch and the metrics load in the handlers, not whil
     import torch
 
 #: `--preprocess` choices: sorted(platobench.metrics.preprocess.PREPROCESS_MODES), spelled out so that
-#: building the parser does not import torch (tests/test_cli_startup.py checks they agree).
+#: building the parser does not import torch (tests/cli/test_cli_startup.py checks they agree).
 PREPROCESS_CHOICES = ("l2", "none", "prh", "prh_exact")
 
 #: Shuffles of the null `score` computes unasked for a metric without a closed-form chance level (svcca

@@ -17,7 +17,7 @@ control is measured, not assumed.
 Sizes as the offline settings: `paired_setting` (B = 20 interval subsets, 100 permutations).
 
 Run `python -m platobench.bench.verdict_power --help`; docs/statistics.md holds the figures;
-tests/test_calibration.py asserts them (marker `calibration`).
+tests/metrics/test_calibration.py asserts them (marker `calibration`).
 """
 
 from __future__ import annotations

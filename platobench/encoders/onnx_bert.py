@@ -27,7 +27,7 @@ MATMUL_NODE = re.compile(
 )
 
 # Not recoverable from tensor shapes (the head split is a dynamic Reshape); checked against onnxruntime
-# in tests/test_encoders_onnx_bert.py.
+# in tests/encoders/test_encoders_onnx_bert.py.
 NUM_HEADS = 12
 
 

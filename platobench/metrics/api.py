@@ -5,7 +5,7 @@ Contracts: X [N, Dx], Y [N, Dy], row i of X and Y is the same sample. With a per
 modes (`prh`, `prh_exact`) clamp with a quantile taken over every layer passed in, so entry (i, j) of a
 grid equals the score of layers i and j clamped *with their stacks* — `summarize_layers(metric, Xs, Ys,
 preprocess="prh", x_layers=[i], y_layers=[j]).grid()[0, 0]` — not `score(metric, Xs[i], Ys[j],
-preprocess="prh")`, which clamps one layer by its own quantile (tests/test_score_vs_grid.py). Per-layer
+preprocess="prh")`, which clamps one layer by its own quantile (tests/metrics/test_score_vs_grid.py). Per-layer
 work is done once per layer and layers are combined with batched products. Peak memory: one layer's features at a time plus the per-layer
 summaries.
 

@@ -4,7 +4,7 @@ without plots).
 
 The numbers restate the `range` of each `Metric` descriptor (RANGES; BEST_VALUES the best end in the
 metric's direction);
-tests/test_metric_contracts.py checks that they agree with the registry, so a metric added there without
+tests/metrics/test_metric_contracts.py checks that they agree with the registry, so a metric added there without
 an entry here fails the tests. None: the metric has no known best value (CKNNA's range is unbounded).
 """
 

@@ -10,7 +10,7 @@ the entry); `CachedLayers(layers)` keeps them in memory, e.g. for a fixed refere
 against every checkpoint of a model in training.
 
 Cached values equal freshly computed ones bit for bit: they are those values, stored as they were
-(tests/test_metrics_cached_layers.py).
+(tests/metrics/test_metrics_cached_layers.py).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ index asc); a row where they are equal (a tie at the boundary, e.g. duplicate sa
 from its whole row of scores and takes the lowest tied indices. Each score is one float product
 x_i·x_j whichever tile holds it; MKL's float32 product computes every entry in the same order, so on
 the CPU duplicate samples tie exactly and all engines return the same lists and scores bit for bit
-(tests/test_metrics_knn_search.py, N ≤ 4,096, with ties and duplicates). MKL's float64 product does
+(tests/metrics/test_metrics_knn_search.py, N ≤ 4,096, with ties and duplicates). MKL's float64 product does
 not (its own x xᵀ is not exactly symmetric): there, as with any float64 engine, scores equal to
 rounding can order either way. cuBLAS has not been checked for this (no GPU here).
 

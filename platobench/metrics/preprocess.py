@@ -26,7 +26,7 @@ versions differ in the last bit of `torch.quantile`: the installed 2.14 (the flo
 rounds q to the input's dtype and forms the rank q (n - 1) in float64, interpolates with
 `torch.lerp` at the weight rank - floor(rank) rounded to the input's dtype; older releases formed the
 rank in the input's dtype (`q * last_index` in aten/native/Sorting.cpp). `prh` does that arithmetic
-itself on the two order statistics it needs (`_row_quantiles`), and tests/test_metrics_preprocess.py
+itself on the two order statistics it needs (`_row_quantiles`), and tests/metrics/test_metrics_preprocess.py
 checks it against the installed `torch.quantile`.
 
 Cost. The per-sample quantiles are computed once per stack (`LayerStack.prh_row_quantiles`; a

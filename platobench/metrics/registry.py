@@ -55,7 +55,7 @@ class Metric:
         "isotropic_scaling" (X -> c X, c > 0, either side), "translation" (X -> X + v, v a [D] vector,
         either side), "sample_permutation_joint" (the same reordering of the rows of X and Y). Only what
         holds for every parameter value is declared; a metric that declares none says why in its module
-        docstring. tests/test_metric_contracts.py checks every declaration on random inputs.
+        docstring. tests/metrics/test_metric_contracts.py checks every declaration on random inputs.
     chance: chance(n, params) -> expected score of independent inputs, or None when it is only known
         through the permutation null (platobench.metrics.stats).
     summarize_x / summarize_y: per-layer work for the X and Y sides (the same function unless the

@@ -22,7 +22,7 @@ from platobench.zoo.support import (
     loader_support,
 )
 
-# The Literals below list the names `platobench.zoo.support` declares (tests/test_loader_support.py
+# The Literals below list the names `platobench.zoo.support` declares (tests/zoo/test_loader_support.py
 # checks that they agree); what each loader and kind supports is read from there. Loaders are open (a plugin
 # registers its own in `support.LOADERS`): `loader` is any registered name, checked by `loader_support`.
 Modality = Literal["text", "vision"]

@@ -1,0 +1,44 @@
+"""Checks of the committed data: every record under results/ loads, is written back byte for byte, is
+schema 2 and equal to its schema-1 original upgraded, and stores its built-in setting verbatim.
+(tests/committed/test_demo_regression.py recomputes a subset of them from re-extracted features.)"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from platobench.bench.settings import Catalog
+from platobench.results import load_record, load_records, load_records_checked, record_files, write_record
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "results" / "offline"
+V1 = ROOT / "tests" / "bench" / "records_v1"  # schema-1 records as `make board` and `stitch` wrote them
+
+
+def test_every_committed_record_loads():
+    records, problems = load_records_checked(RESULTS)
+    assert problems == [] and len(records) == len(list(RESULTS.rglob("*.json")))
+    assert len(load_records(RESULTS)) == len(records)
+
+
+def test_rewriting_committed_records_is_byte_identical(tmp_path):
+    paths = sorted(RESULTS.rglob("*.json"))
+    assert len(paths) > 100
+    for src in paths:
+        written = write_record(tmp_path, load_record(src))
+        assert written.read_bytes() == src.read_bytes(), src
+
+
+def test_committed_records_store_the_builtin_settings_verbatim():
+    catalog = Catalog()
+    records = load_records(RESULTS)
+    assert len(records) > 50
+    for record in records:
+        assert catalog.settings[record.setting].model_dump(mode="json") == record.extra["setting_config"], record.setting
+
+
+def test_every_committed_record_is_schema_2_and_equals_its_schema_1_original_upgraded():
+    files = record_files(ROOT / "results")
+    assert len(files) >= 298 and all(json.loads(p.read_text())["schema_version"] == 2 for p in files)
+    committed = load_record(ROOT / "results" / "offline" / "demo-mknn" / "demo--minilm-l6__demo--dinov2-s-imgfocus.json")
+    assert committed == load_record(V1 / "paired.json")
