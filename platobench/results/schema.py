@@ -181,7 +181,7 @@ class ResultRecord(_Strict):
     platobench_version: str = __version__
     git_sha: str | None = None
     setting: Id
-    kind: Literal["paired", "zeroshot", "stitch"] = "paired"
+    kind: Id = "paired"  # the setting kind that wrote it (bench.protocols.PROTOCOLS: paired, zeroshot, a plugin's) or "stitch"
     metric: MetricRef
     x: SideRef
     y: SideRef

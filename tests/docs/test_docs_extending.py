@@ -1,7 +1,7 @@
 """The worked examples of docs/extending/ performed as written, in a temporary copy of the package: each
 one's code blocks are applied to the files its headings name, the files touched are counted against what
 the page promises, and the extension is then used (and, for a metric, held to the metric contracts). Slow:
-each runs platobench in subprocesses (10-20 s)."""
+each runs platobench in subprocesses (10-30 s)."""
 
 from __future__ import annotations
 
@@ -142,3 +142,53 @@ def test_adding_a_dataset_is_one_file_of_data(tmp_path, capsys):
     assert main(["data", "show", "my-stamps", "--datasets-file", str(tmp_path / "datasets.yaml"), "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["n"] == 8 and shown["licence"] == "GPL-2 (Tux Paint stamps)", shown
+
+
+CHECK_SPECTRUM = """
+import torch, platobench
+from platobench.bench.spectrum_protocol import spectrum
+assert platobench.__file__.startswith({root!r}), platobench.__file__
+g = torch.Generator().manual_seed(0)
+x = torch.randn(50, 8, generator=g, dtype=torch.float64) * 2.0 ** torch.arange(8, 0, -1)  # a steeply decaying spectrum
+q, _ = torch.linalg.qr(torch.randn(8, 8, generator=g, dtype=torch.float64))
+same = spectrum(x, 6), spectrum(3 * x[torch.randperm(50, generator=g)] @ q, 6)
+assert abs(float(torch.minimum(*same).sum()) - 1) < 1e-9  # pair-free: shuffled, rotated and scaled, still 1
+flat = spectrum(torch.randn(50, 8, generator=g), 6)
+assert float(torch.minimum(same[0], flat).sum()) < 0.5  # against a flat one: far below 1
+print("ok")
+"""
+
+
+@pytest.mark.slow
+def test_adding_a_setting_kind_touches_two_files_then_runs_checks_and_ranks(tmp_path):
+    """The page's `spectrum` kind: two files; its records are written by `run`, recomputed by `check` and
+    ranked by `leaderboard`; a setting that breaks its rules is refused when the file loads."""
+    from platobench.results import load_records
+
+    page = ROOT / "docs" / "extending" / "protocol.md"
+    root = copy(tmp_path)
+    before = digests(root)
+    apply_steps(page, root)
+    after = digests(root)
+    touched = sorted(p for p in after if before.get(p) != after[p])
+    assert touched == ["platobench/bench/protocols.py", "platobench/bench/spectrum_protocol.py"]
+    assert run(root, "-c", CHECK_SPECTRUM.format(root=str(root))).strip() == "ok"
+    (root / "spectrum.yaml").write_text(yaml_block(page), encoding="utf-8")
+    out = tmp_path / "results"
+    pairs = "baseline/caption-length:baseline/colour-histogram,baseline/bag-of-words:baseline/colour-histogram"
+    run(root, "-m", "platobench", "run", "--settings-file", "spectrum.yaml", "--settings", "tux-spectrum",
+        "--pairs", pairs, "--limit", "64", "--out", str(out))
+    records = load_records(out)
+    assert len(records) == 2 and {r.kind for r in records} == {"spectrum"}
+    assert all(0 < r.score <= 1 and r.null is None and r.dataset.n == 64 for r in records)
+    checked = json.loads(run(root, "-m", "platobench", "check", "--results", str(out), "--settings-file",
+                             "spectrum.yaml", "--json"))
+    assert checked["counts"]["ok"] == 2, checked["counts"]
+    run(root, "-m", "platobench", "leaderboard", "--results", str(out), "--out", str(tmp_path / "board"))
+    assert "## tux-spectrum — spectrum_overlap on tuxpaint" in (tmp_path / "board" / "README.md").read_text()
+    (root / "bad.yaml").write_text("settings:\n  bad: {kind: spectrum, dataset: tuxpaint, metric: spectrum_overlap, "
+                                   "params: {k: 16}}\n", encoding="utf-8")
+    refused = subprocess.run([sys.executable, "-m", "platobench", "settings", "show", "bad", "--settings-file",
+                              "bad.yaml"], capture_output=True, text=True, cwd=root,
+                             env={**os.environ, "PYTHONPATH": str(root)}, timeout=120)
+    assert refused.returncode == 2 and "a spectrum setting has n_perm: 0 and n_ci: 0" in refused.stderr
