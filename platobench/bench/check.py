@@ -2,7 +2,7 @@
 move by more than 0.001).
 
 Every record under the results folder whose inputs are available is recomputed with the setting that
-would be run: the catalog's setting of the record's id (the record's `extra["setting_config"]` must equal
+would be run: the catalog's setting of the record's id (the record's `provenance.setting_config` must equal
 it, description aside), or, for an id the catalog lacks, the record's own `setting_config` of that id. A
 record naming neither is invalid. It is recomputed on the same samples (the dataset is rebuilt with the
 record's n and must have its fingerprint): features come from the cache under the current cache key, or
@@ -22,7 +22,7 @@ tolerance under it depends on rounding (exact or near ties among neighbours) and
 another machine. The recomputation measures that itself for neighbour metrics
 (`bench.scoring.rounding_sensitivity`); where rounding-sized noise moves a record by more than half of
 0.001, the record is checked at twice the movement *recomputed now*, capped at `MAX_ROUNDING_TOLERANCE`.
-A tolerance written in the record (`extra["check_tolerance"]`) is never used: an edited number cannot
+A tolerance written in the record (`reproducibility.check_tolerance`) is never used: an edited number cannot
 widen it.
 
 A record that cannot be verified is not a record that passed: by default `check` exits 1 when any record
@@ -102,7 +102,7 @@ class Checker:
     def setting_of(self, record: ResultRecord) -> tuple[Setting | None, list[Mismatch], list[str]]:
         """(the setting that would be run — None when the record names none —, the record's stated
         setting fields that differ from it, notes)."""
-        config, own = record.extra.get("setting_config"), None
+        config, own = record.provenance.setting_config, None
         if config is not None:
             try:
                 own = Setting.model_validate(config)
@@ -181,7 +181,7 @@ class Checker:
         except Exception as exc:  # noqa: BLE001 — a crashing extraction must not stop the other records' checks
             out.reason = f"inputs could not be prepared: {type(exc).__name__}: {exc}"
             return out, None
-        if record.extra.get("inputs") not in (None, entry_digests(a, b)):
+        if record.provenance.inputs not in (None, entry_digests(a, b)):
             out.notes.append("features have a different cache key than when recorded (code or weights changed)")
         if not self.statistics:
             setting = setting.model_copy(update={"n_perm": 0, "n_ci": 0})
@@ -215,13 +215,13 @@ class Checker:
 
 def record_tolerance(record: ResultRecord, new: ResultRecord | None, tol: float) -> tuple[float, str | None]:
     """The tolerance `record` is checked at, with a note when it is not `tol`: the larger of `tol` and the
-    rounding tolerance of the recomputation `new` (`extra["check_tolerance"]` as `rounding_sensitivity`
+    rounding tolerance of the recomputation `new` (`reproducibility.check_tolerance` as `rounding_sensitivity`
     measured it just now, at most `MAX_ROUNDING_TOLERANCE`). The tolerance the record itself states is
     never used; when it states more than was recomputed, the note says so."""
     from platobench.bench.scoring import MAX_ROUNDING_TOLERANCE
 
-    measured = new.extra.get("check_tolerance") if new is not None else None
-    stated = record.extra.get("check_tolerance")
+    measured = new.reproducibility.check_tolerance if new is not None and new.reproducibility else None
+    stated = record.reproducibility.check_tolerance if record.reproducibility else None
     notes = []
     use = tol
     if isinstance(measured, float) and math.isfinite(measured) and measured > tol:

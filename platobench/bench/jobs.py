@@ -3,7 +3,7 @@
 `score_job` is the single place where a job is scored; `platobench run` (and `submit`, through the
 runner), `platobench check` and `platobench jepa compare` all call it. It checks that the entries hold
 the same samples (paired settings), calls the setting kind's scorer with the entries' layers, digests
-and model revisions and the job's inputs, and states the setting in `extra.setting_config`. What a
+and model revisions and the job's inputs, and states the setting in `provenance.setting_config`. What a
 scorer does itself (constant-layer exclusion, layer grid, selection, null, interval) is the scorer's.
 
 Each setting kind's scorer is named by its protocol (`platobench.bench.protocols`) and imported when first
@@ -84,7 +84,7 @@ class JobInputs:
 
 
 def entry_digests(x: FeatureEntry, y: FeatureEntry) -> dict[str, str]:
-    """The record's `extra.inputs`: the digests of the two feature entries a job is scored from."""
+    """The record's `provenance.inputs`: the digests of the two feature entries a job is scored from."""
     return {"x": x.digest, "y": y.digest}
 
 
@@ -97,12 +97,13 @@ def score_job(
     *,
     scorer: Scorer,
     transform: LayerTransform | None = None,
-    extra: dict[str, Any] | None = None,
+    details: dict[str, Any] | None = None,
+    limit: int | None = None,
 ) -> ResultRecord:
     """The record of one job from its (x, y) feature entries. SampleMismatchError (a
     UserError) when a paired job's entries hold other samples. `scorer`: the setting kind's
-    (`protocols.scorer_for`); `transform` maps each model's layer list before scoring (check's --perturb); `extra`
-    is merged into the record's extra after `setting_config`."""
+    (`protocols.scorer_for`); `transform` maps each model's layer list before scoring (check's --perturb);
+    the record's provenance gets the setting as run and `limit` (the run's --limit), its details `details`."""
     from platobench.features.store import check_same_samples
     from platobench.results import DatasetRef
 
@@ -119,6 +120,7 @@ def score_job(
         inputs=entry_digests(a, b), revisions=(a.key["model_revision"], b.key["model_revision"]),
         reads=job_in.reads, **job_in.scorer_kwargs,
     )
-    record.extra["setting_config"] = setting.model_dump(mode="json")
-    record.extra.update(extra or {})
+    record.provenance.setting_config = setting.model_dump(mode="json")
+    record.provenance.limit = limit
+    record.details.update(details or {})
     return record

@@ -193,12 +193,12 @@ def warn_limited(limit: int | None) -> None:
     """One stderr line when `limit` is set: a limited run is a test, not a result to compare."""
     if limit is not None:
         print(f"--limit {limit}: a limited run is for testing only; its scores are not comparable with records "
-              "on the full datasets (its records carry extra.limit and, having other samples, rank on boards "
+              "on the full datasets (its records carry provenance.limit and, having other samples, rank on boards "
               "of their own)", file=sys.stderr, flush=True)
 
 
 def record_limits(record: ResultRecord) -> list[int | None]:
-    """The limits `check` rebuilds `record`'s inputs with, in order: the run's --limit (`extra.limit`,
+    """The limits `check` rebuilds `record`'s inputs with, in order: the run's --limit (`provenance.limit`,
     when a positive integer), the record's n (a paired set's first n samples), then none (all samples)."""
     own = record_limit(record)
     first = [] if own is None else [own]
@@ -232,8 +232,8 @@ def record_up_to_date(path: Path, inputs: dict[str, Any], setting: Setting, limi
         old = load_record(path)
     except UserError:
         return False
-    return (old.extra.get("inputs") == inputs and old.extra.get("setting_config") == setting.model_dump(mode="json")
-            and old.extra.get("limit") == limit)
+    return (old.provenance.inputs == inputs and old.provenance.setting_config == setting.model_dump(mode="json")
+            and old.provenance.limit == limit)
 
 
 @dataclass(frozen=True)
@@ -363,7 +363,7 @@ def execute(
                 raise RuntimeError(f"{label}: the cache returned entries of other keys than planned")
             with draw_bars(opts.progress and sys.stderr.isatty()):  # long nulls and intervals show a bar
                 record = score_job(job.setting, job.x, job.y, (a, b), p.inputs, scorer=p.scorer,
-                                   extra=None if opts.limit is None else {"limit": opts.limit})
+                                   limit=opts.limit)
             summary.written.append(str(write_record(opts.out, record)))
         except Exception as exc:
             summary.failed[label] = f"{type(exc).__name__}: {exc}"

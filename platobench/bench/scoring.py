@@ -21,7 +21,10 @@ from platobench.results import (
     MetricRef,
     ModelRef,
     NullRef,
+    Provenance,
+    Reproducibility,
     ResultRecord,
+    Rounding,
     SideRef,
     git_sha,
 )
@@ -51,7 +54,7 @@ def _perturbed(layers: Sequence[torch.Tensor], gen: torch.Generator) -> list[tor
 def rounding_sensitivity(
     setting: Setting, x_layers: Sequence[torch.Tensor], y_layers: Sequence[torch.Tensor],
     params: dict[str, Any], grid: torch.Tensor, higher_is_better: bool, selection: str,
-) -> dict[str, Any]:
+) -> Reproducibility:
     """How far CPU-rounding-sized noise moves a record: the features are multiplied by (1 + 1e-6 e),
     e ~ N(0, 1), in `ROUNDING_DRAWS` seeded draws; returns the largest change of the selected score and of
     any grid cell. When it exceeds half of `check`'s 0.001, the record states its own check tolerance
@@ -68,10 +71,10 @@ def rounding_sensitivity(
         moved = max(abs(select(noisy, selection, higher_is_better).score - chosen),
                     float((noisy - grid).abs().max()))
         worst = max(worst, moved)
-    out: dict[str, Any] = {"rounding": {"noise": ROUNDING_NOISE, "draws": ROUNDING_DRAWS, "max_change": worst}}
+    out = Reproducibility(rounding=Rounding(noise=ROUNDING_NOISE, draws=ROUNDING_DRAWS, max_change=worst))
     if worst > CHECK_TOL / 2:
-        out["check_tolerance"] = float(f"{2 * worst:.2g}")
-        out["check_tolerance_why"] = (
+        out.check_tolerance = float(f"{2 * worst:.2g}")
+        out.check_tolerance_why = (
             f"relative noise of {ROUNDING_NOISE:g} on the features moved this record by up to {worst:.2g} "
             "(near ties among neighbours), so it is checked at twice that"
         )
@@ -107,7 +110,7 @@ def score_paired(
     samples but on which the metric has no score: constant as prepared on all samples or on samples the
     score reads apart (one of the interval's subsets, the held-out residual's fit half), as at small N a
     random-init CNN's stem whose rows differ only beyond the prh clamp. The record is then scored again
-    without it, and `extra.excluded_layers.why` says so."""
+    without it, and `details.excluded_layers.why` says so."""
     t0 = time.perf_counter()
     rows, cols = varying_layers(x_layers), varying_layers(y_layers)
     if not rows or not cols:
@@ -148,7 +151,7 @@ def _paired_record(
     grid = summaries.grid()
     chosen = select(grid, sel, metric.higher_is_better)
     rounding = (rounding_sensitivity(setting, x_layers, y_layers, params, grid, metric.higher_is_better, sel)
-                if metric.neighbour_sets else {})
+                if metric.neighbour_sets else None)
     last = float(grid[-1, -1]) if (rows[-1], cols[-1]) == (shape[0] - 1, shape[1] - 1) else None
     null = ci = calibrated = None
     if setting.n_perm > 0:
@@ -171,7 +174,6 @@ def _paired_record(
             draws=draws.scores.tolist(),
         )
     return ResultRecord(
-        git_sha=git_sha(),
         setting=setting.id,
         kind="paired",
         metric=MetricRef(
@@ -189,8 +191,9 @@ def _paired_record(
         calibrated=calibrated,
         ci=ci,
         grid=_embed(grid, rows, cols, shape),
-        extra={
-            "inputs": inputs,
+        provenance=Provenance(git_sha=git_sha(), inputs=inputs),
+        reproducibility=rounding,
+        details={
             "excluded_layers": {
                 "x": [i for i in range(shape[0]) if i not in rows],
                 "y": [j for j in range(shape[1]) if j not in cols],
@@ -198,7 +201,6 @@ def _paired_record(
                     f"; or constant as prepared ({setting.preprocess}) on the samples the score reads: all, one of "
                     f"the interval's {setting.n_ci} subsets, or the metric's own fit half" if subset_dropped else ""),
             },
-            **rounding,
         },
         runtime_s=round(time.perf_counter() - t0, 3),
     )

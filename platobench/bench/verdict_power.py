@@ -90,7 +90,7 @@ def _records(setting: Setting, board: Board, maps: list[np.ndarray], n: int,
     for name, spec, noise in rows:
         record = score_paired(setting, spec.model_copy(update={"name": name}),
                               y_spec.model_copy(update={"name": "sim/y"}), side(maps[1], noise), ys, ds, inputs={})
-        record.extra["setting_config"] = setting.model_dump(mode="json")
+        record.provenance.setting_config = setting.model_dump(mode="json")
         out.append(record)
     return out
 

@@ -12,11 +12,11 @@ Which layers (`Setting.selection`):
          is reported, with the whole grid and the last-layer score. Caveat: the choice uses the class
          labels of the very classes it is scored on, so it is no longer pair-free and is biased
          upwards (the max of Lx*Ly correlated draws exceeds 1/C even for unrelated models); no exact
-         null exists for it, so the record has none. `extra.label_free_choice` gives the pair a
+         null exists for it, so the record has none. `details.label_free_choice` gives the pair a
          truly pair-free rule would choose: the highest mean matching correlation (the solver's own
          objective, no labels), with its top-1. A layer pair whose kernel carries no geometry (e.g. a
          ViT's CLS token at the embedding layer, identical for every image) cannot be matched: its
-         grid entry is chance (1/C), it is never selected, and `extra.unscorable_cells` lists it.
+         grid entry is chance (1/C), it is never selected, and `details.unscorable_cells` lists it.
 
 Null (non-"best" selections): a uniform random matching of C classes has F fixed points, E[F] = 1 and
 Var[F] = 1 (C >= 2), so top-1 = F/C has mean and std 1/C; its exact tail P(F >= k) follows from the
@@ -42,7 +42,7 @@ from platobench.bench.zeroshot_inputs import PromptSet, ZeroshotOptions
 from platobench.errors import UserError
 from platobench.metrics.selection import select, select_index
 from platobench.metrics.zeroshot import METRIC_ID, NULL_DRAWS, zeroshot_eval
-from platobench.results import DatasetRef, IntervalRef, MetricRef, NullRef, ResultRecord, git_sha
+from platobench.results import DatasetRef, IntervalRef, MetricRef, NullRef, Provenance, ResultRecord, git_sha
 from platobench.zoo import ModelSpec
 
 BEST_CAVEAT = (
@@ -100,7 +100,7 @@ def score_zeroshot(
     fixed = select_index(shape, setting.selection)
     last = (shape[0] - 1, shape[1] - 1)
     grid = None
-    extra: dict[str, Any] = {}
+    details: dict[str, Any] = {}
     if fixed is None:
         cells, unscorable = {}, {}
         for i, j in itertools.product(range(shape[0]), range(shape[1])):
@@ -118,12 +118,12 @@ def score_zeroshot(
         pick = (chosen.x_layer, chosen.y_layer)
         free = max(cells, key=lambda c: (cells[c]["extra"]["correlation"]["mean"], -c[0], -c[1]))
         if unscorable:
-            extra["unscorable_cells"] = {
+            details["unscorable_cells"] = {
                 "layers": [list(c) for c in unscorable], "errors": sorted(set(unscorable.values())),
                 "grid_value": "chance (1/C), excluded from the selection",
             }
-        extra["selection_caveat"] = BEST_CAVEAT
-        extra["label_free_choice"] = {
+        details["selection_caveat"] = BEST_CAVEAT
+        details["label_free_choice"] = {
             "rule": "highest mean matching correlation (no labels used)",
             "layers": list(free), "top1": cells[free]["score"],
             "correlation": cells[free]["extra"]["correlation"]["mean"],
@@ -156,19 +156,17 @@ def score_zeroshot(
             method=f"range of top-1 over the {len(per_seed)} seeded image subsamples "
                    "(level = (S-1)/(S+1), the chance that another seed falls inside)",
         )
-    extra.update(result["extra"])
-    extra["layers"] = {"x": pick[0], "y": pick[1], "selection": setting.selection}
+    details.update(result["extra"])
+    details["layers"] = {"x": pick[0], "y": pick[1], "selection": setting.selection}
     if last != pick and last in cells:
         keys = ("top1", "top5", "correlation", "truth_correlation")
-        extra["last_layers"] = {k: cells[last]["extra"][k] for k in keys}
-    extra["prompts"] = {
+        details["last_layers"] = {k: cells[last]["extra"][k] for k in keys}
+    details["prompts"] = {
         "mode": opts.prompts, "key": prompts.prompt, "n_prompts": len(prompts),
         "fingerprint": prompts.fingerprint, "example": prompts.texts[0],
     }
-    extra["class_names"] = list(prompts.class_names)
-    extra["inputs"] = inputs
+    details["class_names"] = list(prompts.class_names)
     return ResultRecord(
-        git_sha=git_sha(),
         setting=setting.id,
         kind="zeroshot",
         metric=MetricRef(
@@ -187,6 +185,7 @@ def score_zeroshot(
         calibrated=calibrated,
         ci=ci,
         grid=None if grid is None else [[round(float(v), 8) for v in row] for row in grid],
-        extra=extra,
+        provenance=Provenance(git_sha=git_sha(), inputs=inputs),
+        details=details,
         runtime_s=round(time.perf_counter() - t0, 3),
     )

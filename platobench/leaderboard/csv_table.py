@@ -47,7 +47,7 @@ def board_row(rank: int | None, r: ResultRecord, verdict: str = "", paired: Pair
         "layer_y": None if r.layers is None else r.layers[1],
         "last_layer_score": r.last_layer_score,
         "params_x_m": r.x.params_m, "params_y_m": r.y.params_m,
-        "schema_version": r.schema_version, "platobench_version": r.platobench_version, "git_sha": r.git_sha,
+        "schema_version": r.schema_version, "platobench_version": r.platobench_version, "git_sha": r.provenance.git_sha,
         "created": r.created,
     }
 

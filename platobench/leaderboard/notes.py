@@ -61,7 +61,7 @@ def fmt_p(null: NullRef | None, digits: int = 3) -> str:
 
 
 def top5_of(record: ResultRecord) -> tuple[float | None, float | None]:
-    """(top-5 accuracy, its chance level) of a zero-shot record: `extra.top5.mean` and `extra.chance_top5`,
+    """(top-5 accuracy, its chance level) of a zero-shot record: `details.top5.mean` and `details.chance_top5`,
     each None unless a finite number (a record's extra is whatever its file says); (None, None) for other
     kinds."""
     if record.kind != "zeroshot":
@@ -71,8 +71,8 @@ def top5_of(record: ResultRecord) -> tuple[float | None, float | None]:
         ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
         return float(value) if ok else None
 
-    top5 = record.extra.get("top5")
-    return number(top5.get("mean") if isinstance(top5, dict) else None), number(record.extra.get("chance_top5"))
+    top5 = record.details.get("top5")
+    return number(top5.get("mean") if isinstance(top5, dict) else None), number(record.details.get("chance_top5"))
 
 
 def zeroshot_sentence(records: Sequence[ResultRecord]) -> str | None:

@@ -36,7 +36,7 @@ ALPHA = 0.05  # the level of every paired test on the board (after Holm's adjust
 
 
 def _config(record: ResultRecord) -> object:
-    cfg = record.extra.get("setting_config")
+    cfg = record.provenance.setting_config
     return {k: v for k, v in cfg.items() if k != "description"} if isinstance(cfg, dict) else None
 
 

@@ -1,10 +1,10 @@
-"""Stitching results in the leaderboard: the shape of a stitch record's `extra["stitch"]` and the
+"""Stitching results in the leaderboard: the shape of a stitch record's `details["stitch"]` and the
 "stitching" table that README.md and index.html both print under a board of stitch records.
 
 A stitch record (kind "stitch") scores a frozen vision encoder captioned through one semi-orthogonal
 linear map into a frozen text encoder's space, decoded by a caption decoder trained on text only
 (Balestriero & LeCun 2026). Its `score` is the CIDEr-D of the map fitted on all train pairs; its
-`extra["stitch"]` holds every variant (paired maps over a sweep of K pairs, the unpaired, shuffled-pairs
+`details["stitch"]` holds every variant (paired maps over a sweep of K pairs, the unpaired, shuffled-pairs
 and random maps, retrieval through the map and the text->text upper bound) with CIDEr-D and BLEU-4 and
 their bootstrap CIs over images, a few sample captions, the decoder and the train/test split; a record
 written since `platobench check` re-scores stitch records also keeps every row's caption of each held-out
@@ -108,7 +108,7 @@ class StitchScoring(_Strict):
 
 
 class StitchExtra(_Strict):
-    """`extra["stitch"]` of a stitch record; map_free = free parameters of the semi-orthogonal map; scoring:
+    """`details["stitch"]` of a stitch record; map_free = free parameters of the semi-orthogonal map; scoring:
     None in records written before the captions were kept (`platobench check` cannot re-score them)."""
 
     decoder: StitchDecoder
@@ -121,18 +121,18 @@ class StitchExtra(_Strict):
 
 
 def stitch_extra(record: ResultRecord) -> StitchExtra | None:
-    """The validated `extra["stitch"]` of a stitch record; None for a record of another kind. UserError
+    """The validated `details["stitch"]` of a stitch record; None for a record of another kind. UserError
     naming the record's setting and pair when it is missing or malformed."""
     if record.kind != "stitch":
         return None
     where = f"stitch record of setting {record.setting}, pair {record.x.name} x {record.y.name}"
-    if "stitch" not in record.extra:
-        raise UserError(f"{where}: extra.stitch is missing")
+    if "stitch" not in record.details:
+        raise UserError(f"{where}: details.stitch is missing")
     try:
-        return StitchExtra.model_validate(record.extra["stitch"])
+        return StitchExtra.model_validate(record.details["stitch"])
     except ValidationError as exc:
         errors = exc.errors(include_url=False, include_context=False, include_input=False)
-        loc = ".".join(str(p) for p in ("extra", "stitch", *errors[0]["loc"]))[:160]
+        loc = ".".join(str(p) for p in ("details", "stitch", *errors[0]["loc"]))[:160]
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         raise UserError(f"{where}: {loc}: {errors[0]['msg'][:300]}{more}") from None
 
@@ -172,7 +172,7 @@ def setup_line(record: ResultRecord, extra: StitchExtra) -> str:
 @dataclass
 class StitchSection:
     """The stitching part of one board: table rows, one setup line per pair, the sample captions of the
-    board's first pair and one note per record whose extra.stitch could not be read."""
+    board's first pair and one note per record whose details.stitch could not be read."""
 
     rows: list[list[str]] = field(default_factory=list)
     setups: list[str] = field(default_factory=list)
@@ -206,7 +206,7 @@ def _order(row: StitchRow) -> tuple[int, int]:
 def stitch_section(board: Board) -> StitchSection | None:
     """The stitching table of a board (None unless it holds stitch records): its records in board order,
     each pair's variants in VARIANT_ORDER (paired rows by K), and up to SAMPLES_SHOWN sample captions of
-    the first pair that has samples. A malformed extra.stitch becomes a problem line, not an error."""
+    the first pair that has samples. A malformed details.stitch becomes a problem line, not an error."""
     records = [row.record for row in board.rows if row.record.kind == "stitch"]
     if not records:
         return None

@@ -24,7 +24,10 @@ from platobench.results.schema import (
     MetricRef,
     ModelRef,
     NullRef,
+    Provenance,
+    Reproducibility,
     ResultRecord,
+    Rounding,
     SideRef,
 )
 
@@ -35,7 +38,10 @@ __all__ = [
     "MetricRef",
     "ModelRef",
     "NullRef",
+    "Provenance",
+    "Reproducibility",
     "ResultRecord",
+    "Rounding",
     "SideRef",
     "git_sha",
     "load_record",

@@ -39,9 +39,8 @@ def git_sha(cwd: Path | None = None) -> str | None:
 
 
 def record_limit(record: ResultRecord) -> int | None:
-    """The `--limit` of the run that wrote `record` (`extra.limit` when a positive integer), else None."""
-    limit = record.extra.get("limit")
-    return limit if isinstance(limit, int) and not isinstance(limit, bool) and limit >= 1 else None
+    """The `--limit` of the run that wrote `record` (`provenance.limit`), else None."""
+    return record.provenance.limit
 
 
 def record_path(results_dir: Path, setting: str, x: str, y: str, limit: int | None = None) -> Path:
@@ -108,8 +107,30 @@ def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: Keys of a schema-2 record's `extra` that schema 3 moves into typed fields.
+V2_PROVENANCE = ("inputs", "setting_config", "limit")
+V2_REPRODUCIBILITY = ("rounding", "check_tolerance", "check_tolerance_why")
+
+
+def _v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 2 -> 3: `git_sha` and `extra`'s inputs, setting_config and limit become `provenance`; its
+    rounding, check_tolerance and check_tolerance_why `reproducibility` (None when it has none of them);
+    the rest of `extra` (the kind's own entries) `details`. Values are carried over as they are."""
+    out = {k: v for k, v in data.items() if k not in ("git_sha", "extra")}
+    extra = data.get("extra", {})
+    if not isinstance(extra, dict):
+        raise UserError(f"a schema_version 2 record's 'extra' must be an object, not {shown(extra)}")
+    out["provenance"] = {"git_sha": data.get("git_sha"), **{k: extra[k] for k in V2_PROVENANCE if k in extra}}
+    kept = {k: extra[k] for k in V2_REPRODUCIBILITY if k in extra}
+    out["reproducibility"] = kept or None
+    out["details"] = {k: v for k, v in extra.items() if k not in (*V2_PROVENANCE, *V2_REPRODUCIBILITY)}
+    out["schema_version"] = 3
+    return out
+
+
 def _upgrade(data: dict[str, Any]) -> dict[str, Any]:
-    """Bring a record of an older schema to the current one, one version at a time (`_v1_to_v2`)."""
+    """Bring a record of an older schema to the current one, one version at a time (`_v1_to_v2`,
+    `_v2_to_v3`)."""
     version = data.get("schema_version")
     if not isinstance(version, int) or isinstance(version, bool) or version < 1 or version > SCHEMA_VERSION:
         raise UserError(
@@ -119,6 +140,11 @@ def _upgrade(data: dict[str, Any]) -> dict[str, Any]:
         if "x" in data or "y" in data:
             raise UserError("a schema_version 1 record has 'language' and 'vision' sides, not 'x' / 'y'")
         data = _v1_to_v2(data)
+        version = 2
+    if version == 2:
+        if any(k in data for k in ("provenance", "reproducibility", "details")):
+            raise UserError("a schema_version 2 record keeps its provenance and details in 'extra'")
+        data = _v2_to_v3(data)
     return data
 
 

@@ -1,9 +1,14 @@
 """The result record schema: one JSON file per model pair x setting.
 
 Records carry `schema_version` (`SCHEMA_VERSION` is the one written); loading them
-(platobench/results/io.py) upgrades older versions. Schema 2 names the pair's two sides `x` and `y`, each
-with its modality and the input it read (the image, caption `i` or the class prompts), so a pair may be
-text x vision, vision x vision or text x text; schema 1 had `language` (text) and `vision` sides.
+(platobench/results/io.py) upgrades older versions. Schema 3 states what a record's numbers depend on in
+typed fields: `provenance` (the commit, the two feature entries' digests, the setting as run and the
+`--limit`), `reproducibility` (how far rounding-sized noise moves the score and the check tolerance that
+follows) and the kind's own `details` (a paired record's excluded layers, a zero-shot record's per-seed
+matching, a stitch record's table); schema 2 kept them all in one untyped `extra`. Schema 2 named the
+pair's two sides `x` and `y`, each with its modality and the input it read (the image, caption `i` or the
+class prompts), so a pair may be text x vision, vision x vision or text x text; schema 1 had `language`
+(text) and `vision` sides.
 Validation: ids and model names follow the naming rule, numbers are JSON numbers (not strings), the
 layer grid is rectangular and the chosen layers lie inside it.
 """
@@ -27,7 +32,7 @@ from platobench.errors import UserError
 from platobench.files.ids import ID_RULE, check_id, check_model_name, shown
 from platobench.version import __version__
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 Modality = Literal["text", "vision"]
 #: What a side reads of each sample: its image, its caption i ("caption:0" is the first) or, in zero-shot
 #: records, the class prompts.
@@ -174,12 +179,43 @@ class IntervalRef(_Strict):
         return self
 
 
+class Provenance(_Strict):
+    """What the record's numbers were computed from. `git_sha`: the platobench commit (None outside a git
+    checkout); `inputs`: the feature-entry digest of each side ({"x": ..., "y": ...}: the cache keys of the
+    two models' features, which hash weights, dataset revision, sample ids and extractor version); the
+    setting as run (`setting_config`: its full dump; None for a record no setting wrote, e.g. stitch);
+    `limit`: the `--limit` of a test run (None: the whole dataset)."""
+
+    git_sha: str | None = None
+    inputs: dict[Literal["x", "y"], str] | None = None
+    setting_config: dict[str, Any] | None = None
+    limit: Count | None = Field(default=None, ge=1)
+
+
+class Rounding(_Strict):
+    """How far relative noise `noise` on the features (the size of CPUs' float rounding) moved the score:
+    the largest change `max_change` over `draws` draws (`bench.scoring.rounding_sensitivity`)."""
+
+    noise: Number
+    draws: Count
+    max_change: Number
+
+
+class Reproducibility(_Strict):
+    """Whether the record reproduces on another CPU: its rounding sensitivity (neighbour metrics) and, when
+    rounding-sized noise moves it by more than half the check tolerance, the wider tolerance `check` uses
+    (`check_tolerance`, recomputed by `check` itself, never read from here) and why."""
+
+    rounding: Rounding | None = None
+    check_tolerance: Number | None = None
+    check_tolerance_why: str | None = None
+
+
 class ResultRecord(_Strict):
     """One measured score of a pair of models (`x`, `y`) under one setting."""
 
     schema_version: Count = SCHEMA_VERSION
     platobench_version: str = __version__
-    git_sha: str | None = None
     setting: Id
     kind: Id = "paired"  # the setting kind that wrote it (bench.protocols.PROTOCOLS: paired, zeroshot, a plugin's) or "stitch"
     metric: MetricRef
@@ -196,7 +232,9 @@ class ResultRecord(_Strict):
     grid: list[list[Number | None]] | None = Field(
         default=None, description="[L_x][L_y] scores; null for layers excluded as constant"
     )
-    extra: dict[str, Any] = Field(default_factory=dict)
+    provenance: Provenance = Field(default_factory=Provenance)
+    reproducibility: Reproducibility | None = None
+    details: dict[str, Any] = Field(default_factory=dict, description="the kind's own details")
     runtime_s: Number
     created: str = Field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
 

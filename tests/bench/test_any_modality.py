@@ -52,32 +52,33 @@ pair_sets:
 
 
 V1 = Path(__file__).with_name("records_v1")  # schema-1 records as `make board` and `stitch` wrote them
+V2 = Path(__file__).with_name("records_v2")  # schema-2 records as they were committed before schema 3
 
 
 @pytest.mark.parametrize("name", ["paired", "zeroshot", "stitch"])
 def test_a_schema_1_record_upgrades_to_x_and_y_with_its_numbers_unchanged(name):
     raw = json.loads((V1 / f"{name}.json").read_text())
     record = load_record(V1 / f"{name}.json")
-    assert raw["schema_version"] == 1 and record.schema_version == 2
+    assert raw["schema_version"] == 1 and record.schema_version == 3
     assert record.x.model_dump(exclude={"modality", "input"}) == raw["language"]
     assert record.y.model_dump(exclude={"modality", "input"}) == raw["vision"]
     assert record.modalities == ("text", "vision") and record.y.input == "image"
     assert record.x.input == ("prompts" if name == "zeroshot" else "caption:0")
-    assert record.extra["inputs"] == {"x": raw["extra"]["inputs"]["language"], "y": raw["extra"]["inputs"]["vision"]}
+    assert record.provenance.inputs == {"x": raw["extra"]["inputs"]["language"], "y": raw["extra"]["inputs"]["vision"]}
     # the numbers are carried over as they are: score, interval, null and grid bit for bit
     assert (record.score, record.grid, list(record.layers)) == (raw["score"], raw.get("grid"), raw["layers"])
     assert (record.ci.lo, record.ci.hi) == (raw["ci"]["lo"], raw["ci"]["hi"])
     assert record.null is None or record.null.mean == raw["null"]["mean"]
     side_keyed = {"paired": "excluded_layers", "zeroshot": "layers", "stitch": None}[name]
     if side_keyed:
-        assert record.extra[side_keyed] == {{"language": "x", "vision": "y"}.get(k, k): v
+        assert record.details[side_keyed] == {{"language": "x", "vision": "y"}.get(k, k): v
                                             for k, v in raw["extra"][side_keyed].items()}
 
 
-def test_an_upgraded_record_is_written_as_schema_2_and_reads_back_equal(tmp_path):
+def test_an_upgraded_record_is_written_as_the_current_schema_and_reads_back_equal(tmp_path):
     record = load_record(V1 / "paired.json")
     path = write_record(tmp_path, record)
-    assert json.loads(path.read_text())["schema_version"] == 2 and load_record(path) == record
+    assert json.loads(path.read_text())["schema_version"] == 3 and load_record(path) == record
 
 
 def test_a_schema_1_record_with_x_y_sides_or_a_side_reading_the_wrong_input_is_refused(tmp_path):
@@ -275,3 +276,34 @@ def test_the_committed_same_modality_boards_are_reused_as_the_readme_runs_them(p
                  "--dry-run", "--json"]) == 0
     plans = json.loads(capsys.readouterr().out)["records"]
     assert len(plans) == count and {p["status"] for p in plans} == {"reuse"}
+
+
+@pytest.mark.parametrize("name", ["paired", "paired_tolerance", "zeroshot", "stitch"])
+def test_a_schema_2_record_upgrades_to_typed_provenance_reproducibility_and_details_losing_nothing(name):
+    """Schema 2 -> 3 moves `extra` into three fields and changes no value: every entry of `extra` is found in
+    exactly one of them, and every other field is carried over as it was."""
+    raw = json.loads((V2 / f"{name}.json").read_text())
+    record = load_record(V2 / f"{name}.json")
+    assert raw["schema_version"] == 2 and record.schema_version == 3
+    written = record.model_dump(mode="json")
+    for key in raw.keys() - {"extra", "git_sha", "schema_version"}:
+        assert written[key] == raw[key], key
+    assert record.provenance.git_sha == raw.get("git_sha")
+    moved = {**written["provenance"], **(written["reproducibility"] or {}), **written["details"]}
+    moved.pop("git_sha")
+    assert {k: v for k, v in moved.items() if v is not None} == raw["extra"]
+    assert record.provenance.inputs == raw["extra"]["inputs"]
+    assert (record.reproducibility is not None) == ("rounding" in raw["extra"])
+    if name == "paired_tolerance":
+        assert record.reproducibility.check_tolerance == raw["extra"]["check_tolerance"] > 0.001
+    if name != "stitch":
+        assert record.provenance.setting_config == raw["extra"]["setting_config"]
+
+
+def test_a_schema_2_record_with_schema_3_fields_is_refused(tmp_path):
+    raw = json.loads((V2 / "paired.json").read_text())
+    forged = tmp_path / "s" / "a.json"
+    forged.parent.mkdir()
+    forged.write_text(json.dumps({**raw, "details": {}}))
+    with pytest.raises(UserError, match="schema_version 2 record keeps its provenance and details in 'extra'"):
+        load_record(forged)

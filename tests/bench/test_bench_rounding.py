@@ -9,7 +9,7 @@ from bench_fixtures import make_record
 from platobench.bench.check import record_tolerance
 from platobench.bench.scoring import MAX_ROUNDING_TOLERANCE, score_paired
 from platobench.bench.settings import Setting
-from platobench.results import DatasetRef
+from platobench.results import DatasetRef, Reproducibility
 from platobench.zoo import load_zoo
 
 ZOO = load_zoo()
@@ -32,8 +32,8 @@ def test_distinct_samples_are_insensitive_to_rounding():
     xs = [z @ torch.randn(6, 32, generator=g) + 0.3 * torch.randn(200, 32, generator=g) for _ in range(2)]
     ys = [z @ torch.randn(6, 24, generator=g) + 0.3 * torch.randn(200, 24, generator=g) for _ in range(2)]
     record = _score(_setting(), xs, ys)
-    assert record.extra["rounding"]["max_change"] < 5e-4
-    assert "check_tolerance" not in record.extra
+    assert record.reproducibility.rounding.max_change < 5e-4
+    assert record.reproducibility is not None and record.reproducibility.check_tolerance is None
 
 
 def test_exact_duplicates_make_knn_depend_on_rounding_and_the_record_says_so():
@@ -44,33 +44,33 @@ def test_exact_duplicates_make_knn_depend_on_rounding_and_the_record_says_so():
     xs = [base.repeat_interleave(5, dim=0)]
     ys = [torch.randn(200, 16, generator=g)]
     record = _score(_setting(), xs, ys)
-    moved = record.extra["rounding"]["max_change"]
+    moved = record.reproducibility.rounding.max_change
     assert moved > 5e-4
-    assert record.extra["check_tolerance"] >= 2 * moved * 0.95
-    assert "near ties" in record.extra["check_tolerance_why"]
+    assert record.reproducibility.check_tolerance >= 2 * moved * 0.95
+    assert "near ties" in record.reproducibility.check_tolerance_why
 
 
 def test_continuous_metrics_are_not_perturbed():
     g = torch.Generator().manual_seed(2)
     record = _score(_setting("cka"), [torch.randn(50, 8, generator=g)], [torch.randn(50, 8, generator=g)])
-    assert "rounding" not in record.extra
+    assert record.reproducibility is None
 
 
 def test_record_tolerance_comes_from_the_recomputation_never_the_record():
     plain = make_record("demo-mknn", "demo/minilm-l6", "demo/efficientnet-lite0", 0.2)
     assert record_tolerance(plain, plain, 1e-3) == (1e-3, None)
     measured = make_record("demo-mknn", "demo/minilm-l6", "demo/efficientnet-lite0", 0.2,
-                           extra={"check_tolerance": 0.004, "check_tolerance_why": "ties"})
+                           reproducibility=Reproducibility(check_tolerance=0.004, check_tolerance_why="ties"))
     tol, note = record_tolerance(measured, measured, 1e-3)
     assert tol == 0.004 and "near ties" in note and "not used" not in note
     # a record that states a wide tolerance gets the one measured on the recomputation
     cheat = make_record("demo-mknn", "demo/minilm-l6", "demo/efficientnet-lite0", 0.2,
-                        extra={"check_tolerance": 1.0})
+                        reproducibility=Reproducibility(check_tolerance=1.0))
     tol, note = record_tolerance(cheat, plain, 1e-3)
     assert tol == 1e-3 and "states check_tolerance 1.0; not used" in note
     # a measured tolerance is capped by the bound
     wild = make_record("demo-mknn", "demo/minilm-l6", "demo/efficientnet-lite0", 0.2,
-                       extra={"check_tolerance": 0.5})
+                       reproducibility=Reproducibility(check_tolerance=0.5))
     tol, note = record_tolerance(wild, wild, 1e-3)
     assert tol == MAX_ROUNDING_TOLERANCE and "capped" in note
 
@@ -108,5 +108,5 @@ def test_the_metric_declares_whether_its_records_measure_rounding(monkeypatch):
     xs, ys = [z @ torch.randn(4, 8, generator=g)], [z @ torch.randn(4, 6, generator=g)]
     measured = _score(_setting().model_copy(update={"metric": "plugin_knn_True"}), xs, ys)
     silent = _score(_setting().model_copy(update={"metric": "plugin_knn_False"}), xs, ys)
-    assert "rounding" in measured.extra and "rounding" not in silent.extra
+    assert measured.reproducibility is not None and silent.reproducibility is None
     assert measured.score == silent.score == _score(_setting(), xs, ys).score

@@ -103,7 +103,7 @@ def test_scores_only_ignores_the_statistics(env):
 
 def test_record_without_setting_config_uses_the_catalog(env, capsys):
     results, settings, files = env
-    edit(files[0], lambda d: d["extra"].pop("setting_config"))
+    edit(files[0], lambda d: d["provenance"].pop("setting_config"))
     assert check(results, "--settings-file", settings) == 0
     assert "used the catalog's setting" in capsys.readouterr().err
     assert check(results) == 1  # an unknown setting fails this record; the other one is still checked
@@ -142,7 +142,7 @@ def test_a_record_cannot_widen_its_own_tolerance(env, capsys):
 
     def cheat(d):
         shift(d, 0.05)
-        d["extra"].update(check_tolerance=1.0, check_tolerance_why="trust me")
+        d.update(reproducibility={**(d["reproducibility"] or {}), "check_tolerance": 1.0, "check_tolerance_why": "trust me"})
 
     edit(files[0], cheat)
     assert check(results, "--scores-only") == 1

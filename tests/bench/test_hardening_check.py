@@ -173,7 +173,7 @@ def test_an_unknown_setting_name_fails_that_record_only(env, capsys):
 
 def test_an_unknown_setting_without_config_fails_and_names_the_fix(env, capsys):
     results, settings, files = env
-    edit(files["tiny-mknn"], lambda d: d["extra"].pop("setting_config"))
+    edit(files["tiny-mknn"], lambda d: d["provenance"].pop("setting_config"))
     code, out, by = report(capsys, results)
     assert code == 1 and by["tiny-mknn"]["status"] == "invalid" and by["tiny-cka"]["status"] == "ok"
     (m,) = by["tiny-mknn"]["mismatches"]
@@ -182,14 +182,21 @@ def test_an_unknown_setting_without_config_fails_and_names_the_fix(env, capsys):
     assert code == 0 and by["tiny-mknn"]["status"] == "ok"
 
 
+def test_a_setting_config_that_is_not_a_mapping_makes_the_record_unreadable(env, capsys):
+    results, _, files = env
+    edit(files["tiny-mknn"], lambda d: d["provenance"].update(setting_config=["not", "a", "mapping"]))
+    code, out, by = report(capsys, results)
+    assert code == 1 and out["failed"] and "tiny-mknn" not in by and by["tiny-cka"]["status"] == "ok"
+    assert any("provenance.setting_config" in problem for problem in out["unreadable"])
+
+
 @pytest.mark.parametrize("config", [
-    ["not", "a", "mapping"],
     {"id": "tiny-mknn", "metric": "cka"},
     {"id": "../elsewhere", "dataset": "openclipart-1024", "metric": "cka"},
 ])
 def test_an_invalid_setting_config_fails_that_record_only(env, capsys, config):
     results, _, files = env
-    edit(files["tiny-mknn"], lambda d: d["extra"].update(setting_config=config))
+    edit(files["tiny-mknn"], lambda d: d["provenance"].update(setting_config=config))
     code, out, by = report(capsys, results)
     assert code == 1 and by["tiny-mknn"]["status"] == "invalid" and by["tiny-cka"]["status"] == "ok"
     assert by["tiny-mknn"]["mismatches"][0]["field"] == "setting_config"
@@ -197,13 +204,13 @@ def test_an_invalid_setting_config_fails_that_record_only(env, capsys, config):
 
 def test_a_setting_config_other_than_the_catalogs_is_a_failure(env, capsys):
     results, settings, files = env
-    edit(files["tiny-cka"], lambda d: d["extra"]["setting_config"]["params"].update(kernel="rbf"))
+    edit(files["tiny-cka"], lambda d: d["provenance"]["setting_config"]["params"].update(kernel="rbf"))
     code, out, by = report(capsys, results, "--settings-file", settings)
     assert code == 1 and by["tiny-cka"]["status"] == "invalid"
     (m,) = [m for m in by["tiny-cka"]["mismatches"] if m["field"] == "setting_config.params"]
     assert m["stated"] == {"kernel": "rbf"} and m["expected"] == {}
     # a description is not part of the protocol
-    edit(files["tiny-mknn"], lambda d: d["extra"]["setting_config"].update(description="edited"))
+    edit(files["tiny-mknn"], lambda d: d["provenance"]["setting_config"].update(description="edited"))
     assert report(capsys, results, "--settings-file", settings)[2]["tiny-mknn"]["status"] == "ok"
 
 
@@ -225,7 +232,7 @@ def test_perturbed_recomputation_still_passes_unchanged_records(env, capsys):
 
 def test_a_recomputation_that_raises_fails_that_record_only(env, capsys):
     results, _, files = env
-    edit(files["tiny-mknn"], lambda d: d["extra"]["setting_config"].update(params={"k": 10**6}))
+    edit(files["tiny-mknn"], lambda d: d["provenance"]["setting_config"].update(params={"k": 10**6}))
     code, out, by = report(capsys, results)
     assert code == 1 and by["tiny-mknn"]["status"] == "invalid" and by["tiny-cka"]["status"] == "ok"
     (m,) = by["tiny-mknn"]["mismatches"]

@@ -19,7 +19,7 @@ from platobench.bench.zeroshot_scoring import score_zeroshot
 from platobench.errors import UserError
 from platobench.features.store import SampleMismatchError
 from platobench.metrics.cached_layers import CachedLayers, MemoryStatistics
-from platobench.results import DatasetRef
+from platobench.results import DatasetRef, Provenance
 from platobench.zoo import load_zoo
 
 LANG, VIS = (load_zoo().get(n) for n in ("demo/minilm-l6", "demo/dinov2-s-imgfocus"))
@@ -83,17 +83,17 @@ def test_score_job_passes_layers_dataset_digests_revisions_and_kwargs():
 
     def fake(setting, language, vision, xs, ys, dataset, *, inputs, revisions, **kw):
         calls.append((setting, language, vision, xs, ys, dataset, inputs, revisions, kw))
-        return make_record(setting.id, language.name, vision.name, 0.5, extra={"inputs": inputs})
+        return make_record(setting.id, language.name, vision.name, 0.5, provenance=Provenance(inputs=inputs))
 
     a, b = entries()
-    record = score_job(SETTING, LANG, VIS, (a, b), paired_inputs(labels=[1]), scorer=fake, extra={"limit": 7})
+    record = score_job(SETTING, LANG, VIS, (a, b), paired_inputs(labels=[1]), scorer=fake, limit=7)
     (setting, lang, vis, xs, ys, dataset, inputs, revisions, kw), = calls
     assert (setting, lang, vis) == (SETTING, LANG, VIS)
     assert list(xs) == a.layers and list(ys) == b.layers and kw == {"labels": [1], "reads": ("caption:0", "image")}
     assert dataset == DatasetRef(name="ds", revision="r1", n=12, fingerprint="f" * 64)
     assert inputs == {"x": "da", "y": "db"} and revisions == ("ra", "rb")
-    assert list(record.extra) == ["inputs", "setting_config", "limit"]
-    assert record.extra["setting_config"] == SETTING.model_dump(mode="json") and record.extra["limit"] == 7
+    assert list(record.provenance.model_dump()) == ["git_sha", "inputs", "setting_config", "limit"]
+    assert record.provenance.setting_config == SETTING.model_dump(mode="json") and record.provenance.limit == 7
 
 
 def test_score_job_transforms_each_models_layers_before_scoring():
@@ -133,4 +133,4 @@ def test_score_job_with_the_registered_scorer_equals_the_scorer_bit_for_bit():
                           DatasetRef(name="ds", revision="r1", n=12, fingerprint="f" * 64),
                           inputs={"x": "da", "y": "db"}, revisions=("ra", "rb"))
     assert record.grid == direct.grid and record.score == direct.score and record.null == direct.null
-    assert record.x.revision == "ra" and record.extra["inputs"] == {"x": "da", "y": "db"}
+    assert record.x.revision == "ra" and record.provenance.inputs == {"x": "da", "y": "db"}

@@ -278,7 +278,7 @@ def test_demo_run_board_equals_its_records(tmp_path, capsys, demo_features):
     records = load_records(tmp_path / "out")
     assert len(records) == 100 and set(board) == {r.setting for r in records}
     assert_board_matches(board, text, records)
-    subset_excluded = [r for r in records if "interval's" in (r.extra or {}).get("excluded_layers", {}).get("why", "")]
+    subset_excluded = [r for r in records if "interval's" in r.details.get("excluded_layers", {}).get("why", "")]
     assert subset_excluded and all("random-init-efficientnet-lite0" in r.y.name for r in subset_excluded)
 
 

@@ -188,14 +188,14 @@ def test_planted_classes_are_matched_exactly_at_the_last_layers(toy_data, tmp_pa
     rec = only_record(run([Job(zs_setting(), TEXT, VISION)], tmp_path))
     assert rec.kind == "zeroshot" and rec.metric.id == "zeroshot_matching"
     assert rec.score == 1.0 and rec.last_layer_score == 1.0
-    assert rec.extra["top1"]["per_seed"] == [1.0, 1.0, 1.0] and rec.extra["top1"]["std"] == 0.0
-    assert rec.extra["top5"]["mean"] == 1.0
+    assert rec.details["top1"]["per_seed"] == [1.0, 1.0, 1.0] and rec.details["top1"]["std"] == 0.0
+    assert rec.details["top5"]["mean"] == 1.0
     assert rec.chance == pytest.approx(1 / C)
     assert rec.layers == (2, 1)  # positions: last text layer of [0, 1, 2], last vision layer of [0, 1]
     assert rec.dataset.name == "toy-classes" and rec.dataset.n == C * PER_CLASS
-    assert rec.extra["prompts"]["n_prompts"] == C * len(TEMPLATES)
-    assert rec.extra["class_names"] == NAMES
-    assert rec.extra["images_per_class"] == {"min": PER_CLASS, "max": PER_CLASS, "n_images": C * PER_CLASS}
+    assert rec.details["prompts"]["n_prompts"] == C * len(TEMPLATES)
+    assert rec.details["class_names"] == NAMES
+    assert rec.details["images_per_class"] == {"min": PER_CLASS, "max": PER_CLASS, "n_images": C * PER_CLASS}
     assert rec.null is not None and rec.null.p_value == pytest.approx(1 / math.factorial(C))
     assert rec.null.mean == rec.null.std == pytest.approx(1 / C)
     assert rec.calibrated == pytest.approx(1.0)
@@ -206,7 +206,7 @@ def test_names_moved_to_other_classes_give_zero_top1_and_chance_calibration(toy_
     rec = only_record(run([Job(zs_setting(), SHIFTED, VISION)], tmp_path))
     # names are the prototypes shifted by one class: the matching sends image class c to name c - 1
     assert rec.score == 0.0
-    assert rec.extra["permutations"][0] == [(c - 1) % C for c in range(C)]
+    assert rec.details["permutations"][0] == [(c - 1) % C for c in range(C)]
     assert rec.null.p_value == 1.0
     assert rec.calibrated == pytest.approx(-1 / (C - 1))
 
@@ -219,14 +219,14 @@ def test_best_selection_reports_grid_caveat_and_label_free_choice(toy_data, tmp_
     assert grid[0, 1] < 1.0
     # vision layer 0 is one vector for all images: no geometry, chance in the grid, never selected
     assert grid[:, 0].tolist() == pytest.approx([1 / C] * 3)
-    assert rec.extra["unscorable_cells"]["layers"] == [[0, 0], [1, 0], [2, 0]]
-    assert "constant off-diagonal" in rec.extra["unscorable_cells"]["errors"][0]
+    assert rec.details["unscorable_cells"]["layers"] == [[0, 0], [1, 0], [2, 0]]
+    assert "constant off-diagonal" in rec.details["unscorable_cells"]["errors"][0]
     assert rec.layers == (1, 1) and rec.score == 1.0  # first maximum in row-major order
-    assert rec.last_layer_score == 1.0 and rec.extra["last_layers"]["top5"]["mean"] == 1.0
+    assert rec.last_layer_score == 1.0 and rec.details["last_layers"]["top5"]["mean"] == 1.0
     assert rec.null is None and rec.calibrated is None  # no exact null for a label-chosen layer pair
-    assert "not pair-free" in rec.extra["selection_caveat"]
-    assert rec.extra["label_free_choice"]["layers"] in ([1, 1], [2, 1])
-    assert rec.extra["label_free_choice"]["top1"] == 1.0
+    assert "not pair-free" in rec.details["selection_caveat"]
+    assert rec.details["label_free_choice"]["layers"] in ([1, 1], [2, 1])
+    assert rec.details["label_free_choice"]["top1"] == 1.0
 
 
 def test_an_unmatchable_fixed_layer_fails_with_the_reason(toy_data, tmp_path):
@@ -240,9 +240,9 @@ def test_cache_keys_cover_the_prompts_and_reruns_reuse_everything(toy_data, tmp_
     assert again.up_to_date == ["zs-toy: toy/text x toy/vision"] and not again.written
     other = zs_setting(id="zs-toy-2", options={"seeds": [0], "templates": "other"})
     second = only_record(run([Job(other, TEXT, VISION)], tmp_path))
-    assert second.extra["inputs"]["y"] == first.extra["inputs"]["y"]  # same images, same entry
-    assert second.extra["inputs"]["x"] != first.extra["inputs"]["x"]  # new prompts, new entry
-    assert second.extra["prompts"]["n_prompts"] == C * 2
+    assert second.provenance.inputs["y"] == first.provenance.inputs["y"]  # same images, same entry
+    assert second.provenance.inputs["x"] != first.provenance.inputs["x"]  # new prompts, new entry
+    assert second.details["prompts"]["n_prompts"] == C * 2
     assert len(list((tmp_path / "features").rglob("manifest.json"))) == 3
 
 
@@ -250,15 +250,15 @@ def test_per_class_and_limit_select_the_images(toy_data, tmp_path):
     setting = zs_setting(options={"seeds": [0], "per_class": 3})
     rec = only_record(run([Job(setting, TEXT, VISION)], tmp_path))
     assert rec.dataset.n == 3 * C
-    assert rec.extra["images_per_class"]["max"] == 3
+    assert rec.details["images_per_class"]["max"] == 3
 
 
 def test_gloss_prompts_are_one_text_per_class(toy_data, tmp_path):
     setting = zs_setting(options={"prompts": "gloss", "seeds": [0]})
     rec = only_record(run([Job(setting, TEXT, VISION)], tmp_path))
     assert ("toy-classes", None, "wordnet") in toy_data
-    assert rec.extra["prompts"]["n_prompts"] == C
-    assert rec.extra["prompts"]["example"] == "alpha - the letter a"
+    assert rec.details["prompts"]["n_prompts"] == C
+    assert rec.details["prompts"]["example"] == "alpha - the letter a"
     assert rec.score == 1.0
 
 
@@ -399,8 +399,8 @@ def test_real_demo_models_on_zs_fmnist(tmp_path, monkeypatch):
     rec = only_record(run([Job(setting, zoo.get("demo/minilm-l6"), zoo.get("demo/dinov2-s-imgfocus"))], tmp_path))
     assert rec.kind == "zeroshot" and rec.dataset.n == 100 and rec.chance == pytest.approx(0.1)
     assert rec.layers == (6, 12)
-    assert 0.0 <= rec.score <= 1.0 and len(rec.extra["top1"]["per_seed"]) == 3
-    assert rec.extra["top5"]["mean"] >= rec.score
-    assert rec.extra["prompts"]["n_prompts"] == 50
+    assert 0.0 <= rec.score <= 1.0 and len(rec.details["top1"]["per_seed"]) == 3
+    assert rec.details["top5"]["mean"] >= rec.score
+    assert rec.details["prompts"]["n_prompts"] == 50
     assert 0.0 < rec.null.p_value <= 1.0
     json.dumps(rec.model_dump(mode="json"))

@@ -13,6 +13,7 @@ from platobench.results import load_record, load_records, load_records_checked, 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "results" / "offline"
 V1 = ROOT / "tests" / "bench" / "records_v1"  # schema-1 records as `make board` and `stitch` wrote them
+V2 = ROOT / "tests" / "bench" / "records_v2"  # schema-2 records as they were committed before schema 3
 
 
 def test_every_committed_record_loads():
@@ -34,11 +35,19 @@ def test_committed_records_store_the_builtin_settings_verbatim():
     records = load_records(RESULTS)
     assert len(records) > 50
     for record in records:
-        assert catalog.settings[record.setting].model_dump(mode="json") == record.extra["setting_config"], record.setting
+        assert catalog.settings[record.setting].model_dump(mode="json") == record.provenance.setting_config, record.setting
 
 
-def test_every_committed_record_is_schema_2_and_equals_its_schema_1_original_upgraded():
+def test_every_committed_record_is_schema_3_and_equals_its_older_originals_upgraded():
+    """Each record was rewritten once by the upgrader (schema 1 -> 2 -> 3); the originals kept under
+    tests/bench/records_v1 and records_v2 load to the very records committed now."""
     files = record_files(ROOT / "results")
-    assert len(files) >= 298 and all(json.loads(p.read_text())["schema_version"] == 2 for p in files)
-    committed = load_record(ROOT / "results" / "offline" / "demo-mknn" / "demo--minilm-l6__demo--dinov2-s-imgfocus.json")
-    assert committed == load_record(V1 / "paired.json")
+    assert len(files) >= 298 and all(json.loads(p.read_text())["schema_version"] == 3 for p in files)
+    offline = ROOT / "results" / "offline"
+    committed = load_record(offline / "demo-mknn" / "demo--minilm-l6__demo--dinov2-s-imgfocus.json")
+    assert committed == load_record(V1 / "paired.json") == load_record(V2 / "paired.json")
+    for name, path in {"zeroshot": offline / "zs-tuxpaint" / "baseline--bag-of-words__baseline--colour-histogram.json",
+                       "stitch": ROOT / "results" / "stitch" / "stitch-tuxpaint" / "demo--minilm-l6__demo--dinov2-s-imgfocus.json",
+                       "paired_tolerance": offline / "demo-mknn" / "baseline--caption-length__baseline--colour-histogram.json",
+                       }.items():
+        assert load_record(path) == load_record(V2 / f"{name}.json"), name

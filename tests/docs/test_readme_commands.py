@@ -92,6 +92,9 @@ PARSE_ONLY = {
         "worked loader, in the reader's copy; tests/docs/test_docs_extending.py performs the page and extracts with it",
     "platobench run --zoo zoo.yaml --pairs demo/minilm-l6:mine/tiny-cnn --settings demo-mknn":
         "the same worked loader, scored; it exists only in the reader's copy of the package",
+    "platobench run --settings-file spectrum.yaml --settings tux-spectrum --pairs demo --out results/spectrum":
+        "docs/extending/protocol.md's worked setting kind, which exists only in the reader's copy; "
+        "tests/docs/test_docs_extending.py performs the page and runs the kind on baselines",
     "platobench score --metric rsa_cosine": "docs/extending/metric.md's worked metric, which exists only in the "
         "reader's copy; tests/docs/test_docs_extending.py performs the page and runs the metric contract tests on it",
     "platobench submit my_encoder.yaml --settings demo --pairs demo --out results/offline":

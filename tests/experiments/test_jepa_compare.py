@@ -191,12 +191,12 @@ def test_compare_writes_one_finite_record_per_model_and_setting(compared):
         # grid: [embeddings + blocks of the text model] x [embeddings + 12 blocks of the ViT]
         lang_layers = 2 if r.x.kind == "text_jepa" else 7
         assert len(r.grid) == lang_layers and all(len(row) == 13 for row in r.grid)
-        assert r.extra["setting_config"]["id"] == r.setting
+        assert r.provenance.setting_config["id"] == r.setting
     jepa = [r for r in records if r.x.kind == "text_jepa"]
-    assert {(r.extra["jepa_compare"]["views"], r.extra["jepa_compare"]["seed"]) for r in jepa} == {
+    assert {(r.details["jepa_compare"]["views"], r.details["jepa_compare"]["seed"]) for r in jepa} == {
         (v, s) for v in ("good", "bad") for s in (0, 1)
     }
-    assert all(r.extra["jepa_compare"]["parent_dataset"]["fingerprint"] == dataset.fingerprint for r in jepa)
+    assert all(r.details["jepa_compare"]["parent_dataset"]["fingerprint"] == dataset.fingerprint for r in jepa)
     mknn = next(r for r in records if r.setting == "jepa-compare-mknn")
     assert mknn.null is not None and mknn.null.n_perm == 4 and mknn.ci is not None
 
@@ -222,7 +222,7 @@ def test_summary_is_good_minus_bad_over_seeds_next_to_the_llm(compared):
     for setting, s in result.summary.items():
         rs = [r for r in result.records if r.setting == setting]
         score = {
-            (r.extra["jepa_compare"]["views"], r.extra["jepa_compare"]["seed"]): r.score
+            (r.details["jepa_compare"]["views"], r.details["jepa_compare"]["seed"]): r.score
             for r in rs
             if r.x.kind == "text_jepa"
         }
@@ -250,7 +250,7 @@ def test_llm_and_vision_features_come_from_the_cache(compared):
         feature_key(zoo.get(VISION), result.heldout, prompt="image", device=torch.device("cpu"))
     )
     record = next(r for r in result.records if r.x.name == LLM)
-    assert record.extra["inputs"] == {"x": llm.digest, "y": vision.digest}
+    assert record.provenance.inputs == {"x": llm.digest, "y": vision.digest}
 
 
 def test_one_seed_has_no_spread(compared, tmp_path):

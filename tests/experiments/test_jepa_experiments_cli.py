@@ -93,14 +93,14 @@ def test_curve_quick_writes_records_plots_and_the_ratio_table(tmp_path: Path, ca
     assert "| setting |" in printed and "baseline/bag-of-words" in printed  # the ratio table, then the board
     summary = json.loads((report / "jepa-curve.json").read_text())
     records = load_records(out)
-    curves = [r for r in records if not r.extra["jepa_curve"].get("control")]
+    curves = [r for r in records if not r.details["jepa_curve"].get("control")]
     # 3 recipes x 2 seeds x (initialisation + 3 snapshots) x 3 settings, plus 3 controls x 3 settings
     assert len(curves) == 3 * 2 * 4 * 3 and len(records) - len(curves) == 3 * 3
-    seen = {(r.extra["jepa_curve"]["recipe"], r.extra["jepa_curve"]["seed"], r.extra["jepa_curve"]["examples_seen"])
+    seen = {(r.details["jepa_curve"]["recipe"], r.details["jepa_curve"]["seed"], r.details["jepa_curve"]["examples_seen"])
             for r in curves}
     assert seen == {(rec, s, n) for rec in ("jepa-good", "jepa-bad", "ntp") for s in (0, 1) for n in (0, 64, 128, 256)}
     assert {r.x.kind for r in curves} == {"text_jepa", "causal_lm"}
-    assert all(r.extra["limit"] == QUICK_EVAL_LIMIT for r in records)
+    assert all(r.provenance.limit == QUICK_EVAL_LIMIT for r in records)
     assert len(summary["tables"]) == 3 and len(summary["plots"]) == 3
     for table in summary["tables"]:
         assert table["reference"] == "jepa-good" and set(table["recipes"]) == {"jepa-bad", "ntp"}
@@ -125,7 +125,7 @@ def test_scaling_quick_predicts_before_training_the_heldout_runs(tmp_path: Path,
     predictions = report / "jepa-scaling-predictions.json"
     written = json.loads(predictions.read_text())
     assert [p["p_good"] for p in written["predictions"]] == [0.25] * 4
-    heldout = [r for r in load_records(out) if r.extra["jepa_scaling"]["role"] == "heldout"]
+    heldout = [r for r in load_records(out) if r.details["jepa_scaling"]["role"] == "heldout"]
     assert len(heldout) == 2 * 4  # two seeds x four snapshots
     record_files = list((out / "jepa-scaling-mknn").glob("*.json"))
     first_heldout = min(f.stat().st_mtime_ns for f in record_files if "mix0.25" in f.name)

@@ -109,7 +109,7 @@ def test_stitch_quick_finds_the_planted_rotation(tmp_path: Path, capsys) -> None
     summary = json.loads(capsys.readouterr().out)
     (record,) = load_records(out)
     assert record.setting == "stitch-tuxpaint-quick" and record.y.name == "synthetic/planted-rotation"
-    rows = {(r["variant"], r["k"]): r for r in record.extra["stitch"]["rows"]}
+    rows = {(r["variant"], r["k"]): r for r in record.details["stitch"]["rows"]}
     paired = rows[("paired", max(k for v, k in rows if v == "paired"))]
     random, bound = rows[("random", 0)], rows[("text-bound", 0)]
     assert paired["cider_d_ci"][0] > random["cider_d_ci"][1]  # beats the random map beyond both intervals

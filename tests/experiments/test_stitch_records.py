@@ -1,4 +1,4 @@
-"""Stitch result records (kind "stitch"): the record round trip, the shape of extra["stitch"] and the
+"""Stitch result records (kind "stitch"): the record round trip, the shape of details["stitch"] and the
 stitching table of the leaderboard (Markdown and HTML), next to an ordinary board that must not change."""
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def _row(variant: str, k: int, entries: int, cider: float, bleu: float) -> dict[
 
 
 def stitch_payload(caption: str = "a red house with a yellow sun") -> dict[str, Any]:
-    """extra["stitch"] of a 384-d text encoder stitched to a 384-d vision encoder (147,456 map entries,
+    """details["stitch"] of a 384-d text encoder stitched to a 384-d vision encoder (147,456 map entries,
     147,456 - 384*385/2 = 73,536 free parameters), 515 train and 129 test images of tuxpaint."""
     e = 384 * 384
     return {
@@ -66,7 +66,7 @@ def stitch_record(language: str, score: float, payload: dict[str, Any] | None = 
         dataset=DatasetRef(name="tuxpaint", revision="r1", n=644, fingerprint="c" * 64),
         score=score, layers=(6, 12),
         ci=IntervalRef(lo=score - 0.041, hi=score + 0.043, level=0.95, method="percentile bootstrap over images"),
-        extra={"stitch": payload if payload is not None else stitch_payload()}, runtime_s=41.5,
+        details={"stitch": payload if payload is not None else stitch_payload()}, runtime_s=41.5,
     )
 
 
@@ -85,12 +85,12 @@ def test_stitch_record_round_trips_and_older_kinds_rewrite_byte_identically(tmp_
 
 
 @pytest.mark.parametrize("edit,needle", [
-    (lambda p: p["rows"][1].update(cider_d="0.2"), "extra.stitch.rows.1.cider_d"),
-    (lambda p: p["rows"][0].update(variant="oracle"), "extra.stitch.rows.0.variant"),
+    (lambda p: p["rows"][1].update(cider_d="0.2"), "details.stitch.rows.1.cider_d"),
+    (lambda p: p["rows"][0].update(variant="oracle"), "details.stitch.rows.0.variant"),
     (lambda p: p["rows"][0].update(cider_d_ci=[0.7, 0.5]), "lower end above its upper end"),
-    (lambda p: p["split"].update(seed=3), "extra.stitch.split.seed"),
-    (lambda p: p.pop("decoder"), "extra.stitch.decoder"),
-    (lambda p: p.update(rows=[]), "extra.stitch.rows"),
+    (lambda p: p["split"].update(seed=3), "details.stitch.split.seed"),
+    (lambda p: p.pop("decoder"), "details.stitch.decoder"),
+    (lambda p: p.update(rows=[]), "details.stitch.rows"),
 ])
 def test_malformed_stitch_extra_is_refused_naming_the_record(edit, needle):
     payload = stitch_payload()
@@ -99,8 +99,8 @@ def test_malformed_stitch_extra_is_refused_naming_the_record(edit, needle):
                                         "demo/dinov2-s-imgfocus") as err:
         stitch_extra(stitch_record("demo/minilm-l6", 0.5, payload))
     assert needle in str(err.value)
-    bare = stitch_record("demo/minilm-l6", 0.5).model_copy(update={"extra": {}})
-    with pytest.raises(UserError, match="extra.stitch is missing"):
+    bare = stitch_record("demo/minilm-l6", 0.5).model_copy(update={"details": {}})
+    with pytest.raises(UserError, match="details.stitch is missing"):
         stitch_extra(bare)
 
 
@@ -173,7 +173,7 @@ def test_malformed_stitch_record_is_a_note_not_a_failed_build(tmp_path, capsys):
     capsys.readouterr()
     stitching = md.split("### stitching", 1)[1]
     assert "- not shown: stitch record of setting stitch-tuxpaint, pair demo/minilm-l6 x demo/dinov2-s-imgfocus: " \
-           "extra.stitch.rows.0.bleu4_ci" in stitching
+           "details.stitch.rows.0.bleu4_ci" in stitching
     assert "| demo/minilm-l6 | demo/dinov2-s-imgfocus | paired" not in stitching
     assert len([line for line in stitching.splitlines() if line.startswith("| demo/mpnet-base |")]) == len(LABELS)
     assert "not shown: stitch record of setting stitch-tuxpaint" in page

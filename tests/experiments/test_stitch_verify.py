@@ -57,7 +57,7 @@ def _edited(written: Path, folder: Path, edit: Callable[[dict[str, Any]], None])
 
 def test_the_record_stores_every_held_out_caption_and_how_it_was_scored(written: Path) -> None:
     record = load_record(written)
-    stitch = record.extra["stitch"]
+    stitch = record.details["stitch"]
     ids = list(stitch["scoring"]["references"])
     assert len(ids) == record.dataset.n == stitch["split"]["test"]
     assert all(list(row["captions"]) == ids for row in stitch["rows"])
@@ -68,7 +68,7 @@ def test_the_record_stores_every_held_out_caption_and_how_it_was_scored(written:
 def test_an_unedited_stitch_record_passes(written: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, outcome = _check(capsys, written.parents[1])
     assert code == 0 and outcome["status"] == "ok" and outcome["mismatches"] == []
-    rows = len(load_record(written).extra["stitch"]["rows"])
+    rows = len(load_record(written).details["stitch"]["rows"])
     assert len(outcome["diffs"]) == 3 + 6 * rows and all(d["delta"] == 0 for d in outcome["diffs"])
     assert any("re-scored the captions" in note for note in outcome["notes"])
 
@@ -85,7 +85,7 @@ def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
 
 def _unshown_captions(data: dict[str, Any], row: int, caption: str) -> None:
     """Row `row`'s captions of the held-out images that no sample shows, all set to `caption`."""
-    stitch = data["extra"]["stitch"]
+    stitch = data["details"]["stitch"]
     shown = {s["id"] for s in stitch["samples"]}
     captions = stitch["rows"][row]["captions"]
     captions.update({k: caption for k in captions if k not in shown})
@@ -94,8 +94,8 @@ def _unshown_captions(data: dict[str, Any], row: int, caption: str) -> None:
 @pytest.mark.parametrize("edit,field", [
     (_set("score", lambda v: v + 0.2), "score"),
     (_set("ci.hi", lambda v: v + 0.01), "ci.hi"),
-    (_set("extra.stitch.rows.0.bleu4", lambda v: v + 0.05), "rows[paired K=8].bleu4"),
-    (_set("extra.stitch.rows.1.cider_d_ci.0", lambda v: v - 0.05), "cider_d_ci.lo"),
+    (_set("details.stitch.rows.0.bleu4", lambda v: v + 0.05), "rows[paired K=8].bleu4"),
+    (_set("details.stitch.rows.1.cider_d_ci.0", lambda v: v - 0.05), "cider_d_ci.lo"),
     (lambda d: _unshown_captions(d, 0, "A red house."), "rows[paired K=8].cider_d"),
 ])
 def test_an_edited_value_or_caption_is_moved(written: Path, tmp_path: Path, capsys, edit, field) -> None:
@@ -112,14 +112,14 @@ def test_an_edited_value_or_caption_is_moved(written: Path, tmp_path: Path, caps
     (_set("dataset.fingerprint", lambda v: "0" * 64), "dataset.fingerprint"),
     (_set("dataset.n", lambda v: 644), "dataset.n"),
     (_set("dataset.revision", lambda v: v + ";edited"), "dataset.revision"),
-    (_set("extra.stitch.split.train", lambda v: v + 1), "extra.stitch.split.train"),
-    (_set("extra.stitch.scoring.limit", lambda v: None), "dataset.fingerprint"),
+    (_set("details.stitch.split.train", lambda v: v + 1), "details.stitch.split.train"),
+    (_set("details.stitch.scoring.limit", lambda v: None), "dataset.fingerprint"),
     (_set("ci.level", lambda v: 0.9), "ci.level"),
     (_set("metric.params.k", lambda v: 8), "metric.params.k"),
-    (_set("extra.stitch.samples.0.captions.paired", lambda v: v + " edited"), "captions.paired"),
-    (lambda d: d["extra"]["stitch"]["scoring"]["references"].update(
-        {next(iter(d["extra"]["stitch"]["scoring"]["references"])): ["An edited reference."]}),
-     "extra.stitch.scoring.references["),
+    (_set("details.stitch.samples.0.captions.paired", lambda v: v + " edited"), "captions.paired"),
+    (lambda d: d["details"]["stitch"]["scoring"]["references"].update(
+        {next(iter(d["details"]["stitch"]["scoring"]["references"])): ["An edited reference."]}),
+     "details.stitch.scoring.references["),
 ])
 def test_an_edited_stated_field_is_invalid_and_named(written: Path, tmp_path: Path, capsys, edit, field) -> None:
     code, outcome = _check(capsys, _edited(written, tmp_path, edit))
@@ -129,8 +129,8 @@ def test_an_edited_stated_field_is_invalid_and_named(written: Path, tmp_path: Pa
 
 def test_a_stitch_record_without_its_captions_is_skipped_with_the_way_to_rerun(written, tmp_path, capsys) -> None:
     def old(data: dict[str, Any]) -> None:
-        del data["extra"]["stitch"]["scoring"]
-        for row in data["extra"]["stitch"]["rows"]:
+        del data["details"]["stitch"]["scoring"]
+        for row in data["details"]["stitch"]["rows"]:
             del row["captions"]
 
     folder = _edited(written, tmp_path, old)
@@ -141,12 +141,12 @@ def test_a_stitch_record_without_its_captions_is_skipped_with_the_way_to_rerun(w
 
 
 def test_a_bootstrap_too_large_to_redraw_is_skipped_not_run(written: Path, tmp_path: Path, capsys) -> None:
-    code, outcome = _check(capsys, _edited(written, tmp_path, _set("extra.stitch.scoring.n_boot", lambda v: 10**9)))
+    code, outcome = _check(capsys, _edited(written, tmp_path, _set("details.stitch.scoring.n_boot", lambda v: 10**9)))
     assert code == 1 and outcome["status"] == "skipped" and "bootstrap draws" in outcome["reason"]
 
 
 def test_the_diff_table_names_the_moved_row(written: Path, tmp_path: Path, capsys) -> None:
-    folder = _edited(written, tmp_path, _set("extra.stitch.rows.0.cider_d", lambda v: v + 0.3))
+    folder = _edited(written, tmp_path, _set("details.stitch.rows.0.cider_d", lambda v: v + 0.3))
     assert main(["check", "--results", str(folder)]) == 1
     table = capsys.readouterr().out
     assert "| MOVED | stitch-tuxpaint-small | baseline/bag-of-words x synthetic/planted-rotation | " \

@@ -22,7 +22,7 @@ from platobench.data.subset import first_per_class
 from platobench.errors import UserError
 from platobench.features import extract as ex
 from platobench.features.store import FeatureStore
-from platobench.results import load_records, record_path
+from platobench.results import Provenance, load_records, record_path
 from platobench.zoo import load_zoo
 
 PAIR = "demo/minilm-l6:demo/dinov2-s-imgfocus"
@@ -126,7 +126,7 @@ def test_limited_run_slices_warns_marks_records_and_check_reproduces_them(tmp_pa
     assert len(records) == 2
     for path in records:
         rec = json.loads(path.read_text())
-        assert rec["extra"]["limit"] == 16 and rec["dataset"]["n"] == 16
+        assert rec["provenance"]["limit"] == 16 and rec["dataset"]["n"] == 16
     assert main(["check", "--results", str(out), "--no-extract", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["counts"]["ok"] == 2
 
@@ -141,7 +141,7 @@ def test_full_run_records_are_not_marked(tmp_path, monkeypatch, capsys):
     summary = execute([Job(setting, LANG, VIS)], RunOptions(out=tmp_path / "r", progress=False),
                       FeatureStore(home / "features"), scorers())
     assert not summary.failed, summary.failed
-    assert "limit" not in json.loads(open(summary.written[0]).read())["extra"]
+    assert json.loads(open(summary.written[0]).read())["provenance"]["limit"] is None
     assert "limited run" not in capsys.readouterr().err
 
 
@@ -157,14 +157,14 @@ def test_a_limit_that_cut_nothing_leaves_no_stale_mark(tmp_path, monkeypatch, ca
     store = FeatureStore(home / "features")
     limited = execute([Job(setting, LANG, VIS)], RunOptions(out=tmp_path / "r", progress=False, limit=5000),
                       store, scorers())
-    assert json.loads(open(limited.written[0]).read())["extra"]["limit"] == 5000
+    assert json.loads(open(limited.written[0]).read())["provenance"]["limit"] == 5000
     full = execute([Job(setting, LANG, VIS)], RunOptions(out=tmp_path / "r", progress=False), store, scorers())
     assert full.written and not full.up_to_date and full.written != limited.written
-    assert "limit" not in json.loads(open(full.written[0]).read())["extra"]
+    assert json.loads(open(full.written[0]).read())["provenance"]["limit"] is None
     again = execute([Job(setting, LANG, VIS)], RunOptions(out=tmp_path / "r", progress=False), store, scorers())
     assert again.up_to_date and not again.written
     # the two records measure the same samples: the folder reads as the full record alone, not two rows
-    assert [r.extra.get("limit") for r in load_records(tmp_path / "r")] == [None]
+    assert [r.provenance.limit for r in load_records(tmp_path / "r")] == [None]
 
 
 def test_a_limited_run_never_replaces_the_full_record(tmp_path, monkeypatch, capsys):
@@ -184,7 +184,7 @@ def test_a_limited_run_never_replaces_the_full_record(tmp_path, monkeypatch, cap
     assert limited.written == [str(record_path(out, "tiny-cka", LANG.name, VIS.name, 12))]
     assert limited.written[0].endswith("demo--minilm-l6__demo--dinov2-s-imgfocus--limit-12.json")
     assert open(full.written[0], "rb").read() == before
-    assert sorted((r.dataset.n, r.extra.get("limit")) for r in load_records(out)) == [(12, 12), (24, None)]
+    assert sorted((r.dataset.n, r.provenance.limit) for r in load_records(out)) == [(12, 12), (24, None)]
     # reruns reuse each record from its own file
     for limit in (None, 12):
         again = execute([Job(setting, LANG, VIS)], RunOptions(out=out, progress=False, limit=limit), store, scorers())
@@ -203,9 +203,10 @@ def test_a_limited_record_path_cannot_be_spelled_by_a_full_one(tmp_path):
 
 
 def test_check_tries_the_recorded_limit_first():
-    assert record_limits(make_record("s", "f/a", "f/b", 0.5, n=40, extra={"limit": 12})) == [12, 40, None]
+    assert record_limits(make_record("s", "f/a", "f/b", 0.5, n=40, provenance=Provenance(limit=12))) == [12, 40, None]
     assert record_limits(make_record("s", "f/a", "f/b", 0.5, n=40)) == [40, None]
-    assert record_limits(make_record("s", "f/a", "f/b", 0.5, n=40, extra={"limit": True})) == [40, None]
+    with pytest.raises(ValueError, match="must be a number"):  # a limit is a positive integer, never a bool
+        Provenance(limit=True)
 
 
 # ------------------------------------------------------------------------------------- per-class limits

@@ -23,7 +23,7 @@ from platobench.errors import UserError
 from platobench.files.atomic import WriteError
 from platobench.leaderboard import html_page as leaderboard_html
 from platobench.leaderboard import plots
-from platobench.results import DatasetRef, MetricRef, ResultRecord, SideRef, write_record
+from platobench.results import DatasetRef, MetricRef, Provenance, ResultRecord, SideRef, write_record
 
 HOSTILE = ("<script>alert(1)</script>|[x](https://evil.example)[y](javascript:alert(1))\n# `code` "
            "&lt;b&gt; a\\|b <iframe src=x>\r\x1b[31m")
@@ -43,7 +43,8 @@ def hostile(record: ResultRecord, text: str, *, setting: str | None = None) -> R
                                               fingerprint=record.dataset.fingerprint),
         "metric": MetricRef.model_construct(id=text, params={text: text}, preprocess=text, selection=text,
                                             higher_is_better=record.metric.higher_is_better),
-        "git_sha": text, "platobench_version": text, "created": text, "extra": {text: text},
+        "provenance": Provenance.model_construct(git_sha=text), "platobench_version": text, "created": text,
+        "details": {text: text},
     })
 
 
@@ -140,7 +141,7 @@ def test_csv_neutralises_formulas_and_keeps_numbers(tmp_path):
         "x": SideRef.model_construct(name=f"{formula}/x", revision=formula, kind="+cmd", params_m=None, modality="text", input="caption:0"),
         "y": SideRef.model_construct(name="@v/x", kind="-k", params_m=-1.0, modality="vision", input="image"),
         "dataset": DatasetRef.model_construct(name="\tds", revision="r", n=3, fingerprint="\rfp"),
-        "git_sha": "=1+1", "created": "-2", "platobench_version": "@v",
+        "provenance": Provenance.model_construct(git_sha="=1+1"), "created": "-2", "platobench_version": "@v",
     })
     path = tmp_path / "lb.csv"
     lb.write_csv(lb.build_boards([rec]), path)

@@ -90,9 +90,9 @@ def test_zero_shot_zeros_are_explained_as_measured_not_missing():
 
 def test_zero_shot_boards_show_top5_with_its_chance_and_no_other_board_does():
     zs = _kind("zs", "zeroshot", "zeroshot_matching", 0.25).model_copy(update={
-        "extra": {"top5": {"mean": 0.7, "std": 0.1, "per_seed": [0.6, 0.8]}, "chance_top5": 0.625}})
+        "details": {"top5": {"mean": 0.7, "std": 0.1, "per_seed": [0.6, 0.8]}, "chance_top5": 0.625}})
     forged = _kind("zs", "zeroshot", "zeroshot_matching", 0.1).model_copy(update={
-        "x": zs.x.model_copy(update={"name": "demo/minilm-l3"}), "extra": {"top5": {"mean": "0.9"}, "chance_top5": True}})
+        "x": zs.x.model_copy(update={"name": "demo/minilm-l3"}), "details": {"top5": {"mean": "0.9"}, "chance_top5": True}})
     paired = _kind("p-mknn", "paired", "mutual_knn")
     records = [zs, forged, paired]
     assert top5_of(zs) == (0.7, 0.625) and top5_of(forged) == (None, None) and top5_of(paired) == (None, None)

@@ -19,7 +19,7 @@ from platobench.leaderboard.paired import calibrated_difference, raw_difference,
 from platobench.leaderboard.ranks import tie_ranks
 from platobench.metrics.resampling import holm, paired_difference, subset_se, t_quantile
 from platobench.metrics.stats import permutation_null, subsample_ci
-from platobench.results import DatasetRef, IntervalRef, MetricRef, NullRef, ResultRecord, SideRef
+from platobench.results import DatasetRef, IntervalRef, MetricRef, NullRef, Provenance, ResultRecord, SideRef
 from platobench.zoo import load_zoo
 
 V = "demo/dinov2-s-imgfocus"
@@ -49,7 +49,7 @@ def drawn(x: str, y: str, score: float, *, shared: float = 0.02, own: float = 0.
         calibrated=(score - mean) / (1 - mean),
         ci=IntervalRef(lo=max(0.0, score - half), hi=min(1.0, score + half), level=0.95, method="test",
                        estimand="expected_at_n", scheme="subsample", subset_size=SIZE, draws=subsets.tolist()),
-        extra={"setting_config": config or CONFIG}, runtime_s=0.1,
+        provenance=Provenance(setting_config=config or CONFIG), runtime_s=0.1,
     )
 
 

@@ -89,7 +89,7 @@ def test_a_fixed_selection_names_the_models_layers_when_constant_layers_are_left
     record = score_paired(setting, zoo.get("demo/minilm-l6"), zoo.get("demo/dinov2-s-imgfocus"), text, vision,
                           DatasetRef(name="d", revision="r", n=60, fingerprint="f" * 64), inputs={})
     assert record.layers == (1, 2) and record.score == pytest.approx(record.grid[1][2], abs=1e-8)
-    assert record.grid[1][0] is None and record.extra["excluded_layers"]["y"] == [0]
+    assert record.grid[1][0] is None and record.details["excluded_layers"]["y"] == [0]
 
 
 def test_a_layer_constant_on_an_interval_subset_is_left_out_and_said_so():
@@ -117,13 +117,13 @@ def test_a_layer_constant_on_an_interval_subset_is_left_out_and_said_so():
     sides = zoo.get("demo/minilm-l6"), zoo.get("demo/dinov2-s-imgfocus")
     ref = DatasetRef(name="d", revision="r", n=n, fingerprint="f" * 64)
     record = score_paired(setting, *sides, text, vision, ref, inputs={})
-    excluded = record.extra["excluded_layers"]
+    excluded = record.details["excluded_layers"]
     assert excluded["y"] == [0] and excluded["x"] == [] and "one of the interval's 20 subsets" in excluded["why"]
     assert all(row[0] is None for row in record.grid) and record.layers[1] == 1
     alone = score_paired(setting, *sides, text, vision[1:], ref, inputs={})
     assert record.ci.draws == alone.ci.draws and record.score == alone.score
     without = score_paired(Setting(id="t", dataset="d", metric="mutual_knn", params={"k": 3}, n_perm=3, n_ci=0),
                            *sides, text, vision, ref, inputs={})
-    assert without.extra["excluded_layers"]["y"] == [] and "subsets" not in without.extra["excluded_layers"]["why"]
+    assert without.details["excluded_layers"]["y"] == [] and "subsets" not in without.details["excluded_layers"]["why"]
     with pytest.raises(ValueError, match="every layer of demo/dinov2-s-imgfocus is constant across the samples, or as"):
         score_paired(setting, *sides, text, [sparse], ref, inputs={})

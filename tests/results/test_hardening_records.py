@@ -152,7 +152,7 @@ def test_settings_validation_messages_stay_short(tmp_path):
 
 
 def test_written_records_escape_non_ascii_as_before(tmp_path):
-    record = make_record("demo-mknn", LANG, VIS, 0.5, extra={"note": "caf\u00e9 \u2014 ok"})
+    record = make_record("demo-mknn", LANG, VIS, 0.5, details={"note": "caf\u00e9 \u2014 ok"})
     text = write_record(tmp_path, record).read_text()
     assert "caf\\u00e9 \\u2014 ok" in text and text.endswith("}\n")
 

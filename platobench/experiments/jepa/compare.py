@@ -16,7 +16,7 @@ prediction. `compare` measures that claim on one paired dataset:
 
 The settings' `dataset` field keeps the parent dataset's name (the subset is not a catalogue name), and
 the subset object is passed to the scorer directly; records carry the subset's own name, n and
-fingerprint, plus `extra["jepa_compare"]` (parent dataset, held-out fraction, views, seed, steps).
+fingerprint, plus `details["jepa_compare"]` (parent dataset, held-out fraction, views, seed, steps).
 `platobench check` therefore cannot rebuild these samples and lists such records as not recomputed.
 """
 
@@ -120,9 +120,9 @@ def summarize(records: Sequence[ResultRecord], seeds: Sequence[int]) -> dict[str
     for setting in dict.fromkeys(r.setting for r in records):
         rs = [r for r in records if r.setting == setting]
         by_run = {
-            (r.extra["jepa_compare"]["views"], r.extra["jepa_compare"]["seed"]): r.score
+            (r.details["jepa_compare"]["views"], r.details["jepa_compare"]["seed"]): r.score
             for r in rs
-            if "jepa_compare" in r.extra
+            if "jepa_compare" in r.details
         }
         paired = [s for s in seeds if ("good", s) in by_run and ("bad", s) in by_run]
         out[setting] = {
@@ -133,7 +133,7 @@ def summarize(records: Sequence[ResultRecord], seeds: Sequence[int]) -> dict[str
             "good": _spread([by_run[("good", s)] for s in paired]),
             "bad": _spread([by_run[("bad", s)] for s in paired]),
             "good_minus_bad": _spread([by_run[("good", s)] - by_run[("bad", s)] for s in paired]),
-            "others": {r.x.name: r.score for r in rs if "jepa_compare" not in r.extra},
+            "others": {r.x.name: r.score for r in rs if "jepa_compare" not in r.details},
             "chance": rs[0].chance,
         }
     return out
@@ -199,13 +199,13 @@ def _score(
     features: _Features,
     extra: dict[str, Any] | None,
 ) -> ResultRecord:
-    """The record of one pair on the held-out subset (`score_job`); a JEPA's carries `extra.jepa_compare`."""
+    """The record of one pair on the held-out subset (`score_job`); a JEPA's carries `details.jepa_compare`."""
     prompt = f"caption:{setting.caption_index}"
     ds = features.dataset
     job_in = JobInputs(SideInputs(ds, prompt, None, prompt), SideInputs(ds, "image", None, "image"), ds, True, {})
     entries = (features(language, prompt), features(vision, "image"))
     return score_job(setting, language, vision, entries, job_in, scorer=scorer_for(setting.kind),
-                     extra=None if extra is None else {"jepa_compare": extra})
+                     details=None if extra is None else {"jepa_compare": extra})
 
 
 def _progress_line(name: str, line: dict[str, float]) -> str:

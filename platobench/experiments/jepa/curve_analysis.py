@@ -57,12 +57,12 @@ class CurveSet:
 
 
 def curve_sets(records: Iterable[ResultRecord], tag: str) -> dict[tuple[str, str], CurveSet]:
-    """Group records carrying `extra[tag]` (recipe, seed, examples_seen) into curve sets; a snapshot at
-    0 examples goes to `initial` (a log axis has no 0), a record whose `extra[tag]` says
+    """Group records carrying `details[tag]` (recipe, seed, examples_seen) into curve sets; a snapshot at
+    0 examples goes to `initial` (a log axis has no 0), a record whose `details[tag]` says
     `control: true` to `controls`."""
     out: dict[tuple[str, str], CurveSet] = {}
     for r in records:
-        info = r.extra.get(tag)
+        info = r.details.get(tag)
         if info is None:
             continue
         key = (r.setting, r.y.name)

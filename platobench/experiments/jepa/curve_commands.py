@@ -101,7 +101,7 @@ def _curve(args: argparse.Namespace) -> int:
     print(format_efficiency(result.tables))
     print()
     last = [r for r in result.records
-            if r.extra["jepa_curve"].get("control") or r.extra["jepa_curve"]["examples_seen"] == max(examples)]
+            if r.details["jepa_curve"].get("control") or r.details["jepa_curve"]["examples_seen"] == max(examples)]
     print_board(last)  # the last snapshots next to the controls
     print(f"{len(result.paths)} records under {args.out}; plots: {', '.join(result.plots)}; {result.wall_s:.0f} s")
     return 0

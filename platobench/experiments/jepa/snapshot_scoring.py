@@ -5,7 +5,7 @@ callback) is exported as a checkpoint folder with its zoo entry, loaded through 
 (`text_jepa`/hf_text or `causal_lm`/hf_causal), extracted on every setting's inputs and scored by
 `score_job` under each setting against each vision model. The snapshot's folder is deleted after scoring
 unless it is to be kept (intermediate checkpoints of a tiny run weigh ~17 MB each); the records keep what
-identifies it (`extra[<tag>]`: recipe, seed, examples seen, training data and losses).
+identifies it (`details[<tag>]`: recipe, seed, examples seen, training data and losses).
 """
 
 from __future__ import annotations
@@ -72,9 +72,9 @@ class SnapshotScorer:
     """Scores snapshots of runs on `corpus` under `settings` x `vision`; writes records under `out`.
 
     `home`: cache root (snapshots go to home/jepa/<folder>/<model name after '/'>); `tag`: the key of the
-    records' `extra` entry ("jepa_curve" or "jepa_scaling"); `keep`: keep every snapshot's folder (the
+    records' `details` entry ("jepa_curve" or "jepa_scaling"); `keep`: keep every snapshot's folder (the
     last snapshot of each run is always kept); `limit`: score on the first `limit` samples (images per
-    class) of each setting's data, a quick test (`run --limit`), stated in the records' `extra.limit`."""
+    class) of each setting's data, a quick test (`run --limit`), stated in the records' `provenance.limit`."""
 
     corpus: CaptionCorpus
     settings: Sequence[Setting]
@@ -120,7 +120,7 @@ class SnapshotScorer:
         self, snapshot: TrainResult, config: TrainConfig, recipe: Recipe, *, final: bool, extra: dict[str, Any]
     ) -> list[ResultRecord]:
         """Export `snapshot` (trained with `config`), score it under every setting against every vision
-        model, write the records and return them. `extra` is stored under `extra[tag]` with the run's
+        model, write the records and return them. `extra` is stored under `details[tag]` with the run's
         identity (recipe, p_good, seed, examples_seen, size, batch, lr, corpus, held-out loss, effective
         rank). The folder is removed afterwards unless `final` or `keep`."""
         name = model_name(config.size, config.views.label, self.corpus.name, config.seed,
@@ -155,15 +155,15 @@ class SnapshotScorer:
 
     def score_model(self, spec: ModelSpec, extra: dict[str, Any], *, snapshot: bool = False) -> list[ResultRecord]:
         """Score text model `spec` under every setting against every vision model; write, keep and return
-        the records (`extra` merged into each record's extra). `snapshot`: silence its load report."""
-        limit = {} if self.limit is None else {"limit": self.limit}
+        the records (`extra` merged into each record's details). `snapshot`: silence its load report."""
         written: list[ResultRecord] = []
         for setting in self.settings:
             job_in = job_inputs(setting, self.limit, self._inputs)
             text_entry = self._snapshot_entry(spec, job_in.x) if snapshot else self._entry(spec, job_in.x)
             for vision in self.vision:
                 record = score_job(setting, spec, vision, (text_entry, self._vision_entry(vision, job_in.y)),
-                                   job_in, scorer=scorer_for(setting.kind), extra=extra | limit)
+                                   job_in, scorer=scorer_for(setting.kind), details=extra,
+                                   limit=self.limit)
                 self.paths.append(str(write_record(self.out, record)))
                 written.append(record)
         self.records.extend(written)

@@ -43,7 +43,7 @@ class EvalOptions:
 
 @dataclass
 class PairResult:
-    """rows: one dict per variant (the record's `extra.stitch.rows`); captions: label -> generated captions
+    """rows: one dict per variant (the record's `details.stitch.rows`); captions: label -> generated captions
     of the test images, one entry per row in the order of `rows`; maps: label -> the fitted map's description."""
 
     rows: list[dict[str, Any]] = field(default_factory=list)

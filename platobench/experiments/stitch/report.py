@@ -99,7 +99,7 @@ def write_report(records: list[ResultRecord], split: StitchSplit, folder: Path) 
     summary: dict[str, Any] = {
         "split": split.as_dict(), "dataset": split.dataset.name,
         "records": [{"setting": r.setting, "language": r.x.name, "vision": r.y.name, "score": r.score,
-                     "runtime_s": r.runtime_s, "created": r.created, **r.extra["stitch"]} for r in records],
+                     "runtime_s": r.runtime_s, "created": r.created, **r.details["stitch"]} for r in records],
     }
     files["json"] = str(atomic_write_text(folder / "stitch.json", json.dumps(summary, indent=1) + "\n"))
     files["markdown"] = str(atomic_write_text(folder / "stitch.md", report_markdown(records, split, files)))

@@ -5,8 +5,8 @@ sample, one entry each); the normaliser and the captioner are fitted on the deco
 (`platobench.experiments.stitch.split`); the text->text upper bound is scored once. For each vision model (or the
 planted synthetic features of `--quick`): the maps, captions and scores of `platobench.experiments.stitch.evaluate`,
 written as one record per (text encoder, vision model) under OUT/<setting>/ (kind "stitch"; the headline
-score is the paired map fitted on every train pair, the other variants are in `extra.stitch.rows`). Each
-row keeps the caption of every held-out image and `extra.stitch.scoring` the references, seeds and
+score is the paired map fitted on every train pair, the other variants are in `details.stitch.rows`). Each
+row keeps the caption of every held-out image and `details.stitch.scoring` the references, seeds and
 settings, so that `platobench check` re-scores the stored captions (`platobench.experiments.stitch.verify`).
 """
 
@@ -29,6 +29,7 @@ from platobench.api import (
     ModelRef,
     ModelSpec,
     PairedDataset,
+    Provenance,
     ResultRecord,
     SideRef,
     extract,
@@ -144,7 +145,7 @@ def _sample_captions(result: PairResult, text_captions: list[str]) -> dict[str, 
 
 
 def scoring_block(config: StitchConfig, split: StitchSplit) -> dict[str, Any]:
-    """`extra.stitch.scoring`: what re-scoring the stored captions needs: the split's source (dataset name,
+    """`details.stitch.scoring`: what re-scoring the stored captions needs: the split's source (dataset name,
     limit, views), every reference of each held-out sample id (in held-out order) and the bootstrap's
     settings and seeds."""
     ev = config.evaluation
@@ -180,7 +181,8 @@ def _record(config: StitchConfig, split: StitchSplit, text: tuple[ModelRef, int]
         ci=IntervalRef(lo=head["cider_d_ci"][0], hi=head["cider_d_ci"][1], level=ev.level,
                        method=f"percentile bootstrap over images ({ev.n_boot} draws; CIDEr-D IDF of the full set)"),
         runtime_s=round(runtime, 3),
-        extra={
+        provenance=Provenance(inputs=inputs, limit=config.limit),  # a limited run: its own record file
+        details={
             "stitch": {
                 "decoder": decoder, "map_entries": head["map_entries"], "map_free": result.maps[f"paired K={head['k']}"]["n_free"],
                 "rows": _with_captions([*result.rows, text_row], [*result.captions.values(), text_captions], test.ids),
@@ -189,8 +191,6 @@ def _record(config: StitchConfig, split: StitchSplit, text: tuple[ModelRef, int]
                 "scoring": scoring_block(config, split),
             },
             "maps": result.maps,
-            "inputs": inputs,
-            **({} if config.limit is None else {"limit": config.limit}),  # its own record file (record_path)
         },
     )
 

@@ -1,7 +1,7 @@
 """`platobench check` of a stitch record: re-score the captions it stored.
 
 The captions come from a trained decoder, which only a rerun of `platobench stitch` retrains; everything
-from the captions on is verified here. The held-out split is rebuilt from `extra.stitch.scoring` (the
+from the captions on is verified here. The held-out split is rebuilt from `details.stitch.scoring` (the
 dataset's name and limit, `split.heldout_fraction`, the views) with the run's rule
 (`platobench.experiments.stitch.split.split_dataset`); the record's dataset name, revision, n and fingerprint, its
 split counts, its held-out ids and references and the sample captions the leaderboard shows must equal
@@ -34,8 +34,8 @@ from platobench.api import (
 from platobench.experiments.stitch.scores import CaptionScores, caption_scores
 from platobench.experiments.stitch.split import StitchSplit, split_dataset
 
-NO_CAPTIONS = ("a stitch record without its held-out captions (extra.stitch.scoring; written before they were "
-               "kept): rerun `platobench stitch` with its options (extra.stitch) to write one that check re-scores")
+NO_CAPTIONS = ("a stitch record without its held-out captions (details.stitch.scoring; written before they were "
+               "kept): rerun `platobench stitch` with its options (details.stitch) to write one that check re-scores")
 RESCORED = ("re-scored the captions the record stored on the rebuilt held-out split; the captions themselves "
             "come from the trained decoder, which only a rerun of `platobench stitch` retrains")
 SHOWN_REFERENCES = 3  # differing references listed one by one; the rest are counted
@@ -50,7 +50,7 @@ def verify_stitch(record: ResultRecord) -> tuple[Outcome, ResultRecord | None]:
     try:
         extra = stitch_extra(record)
     except UserError as exc:
-        return _invalid(out, Mismatch("extra.stitch", "malformed", str(exc))), None
+        return _invalid(out, Mismatch("details.stitch", "malformed", str(exc))), None
     assert extra is not None  # kind "stitch"
     if extra.scoring is None:
         out.reason = NO_CAPTIONS
@@ -65,11 +65,11 @@ def verify_stitch(record: ResultRecord) -> tuple[Outcome, ResultRecord | None]:
         out.reason = f"the held-out split could not be rebuilt: {exc}"
         return out, None
     if not isinstance(dataset, PairedDataset):
-        return _invalid(out, Mismatch("extra.stitch.scoring.dataset", extra.scoring.dataset, "a paired dataset")), None
+        return _invalid(out, Mismatch("details.stitch.scoring.dataset", extra.scoring.dataset, "a paired dataset")), None
     try:
         split = split_dataset(dataset, extra.split.heldout_fraction, views=extra.scoring.views)
     except UserError as exc:
-        return _invalid(out, Mismatch("extra.stitch.split", extra.split.model_dump(), str(exc))), None
+        return _invalid(out, Mismatch("details.stitch.split", extra.split.model_dump(), str(exc))), None
     out.mismatches = stated_mismatches(record, extra, split)
     ids = split.test_set.ids
     if list(extra.scoring.references) != ids or any(list(r.captions or ()) != ids for r in extra.rows):
@@ -78,7 +78,7 @@ def verify_stitch(record: ResultRecord) -> tuple[Outcome, ResultRecord | None]:
     try:
         scored = [rescore(row, split.references(), extra) for row in extra.rows]
     except UserError as exc:
-        return _invalid(out, Mismatch("extra.stitch.rows", "stored captions", f"none: {exc}"[:300])), None
+        return _invalid(out, Mismatch("details.stitch.rows", "stored captions", f"none: {exc}"[:300])), None
     out.diffs = [d for row, s in zip(extra.rows, scored) for d in row_diffs(row, s)]
     head = max(range(len(extra.rows)), key=lambda i: (extra.rows[i].variant == "paired", extra.rows[i].k))
     new = recomputed(record, extra, scored, head)
@@ -109,25 +109,25 @@ def stated_mismatches(record: ResultRecord, extra: StitchExtra, split: StitchSpl
     out = [Mismatch(f"dataset.{name}", a, b) for name, a, b in (
         ("name", stated.name, test.name), ("revision", stated.revision, test.revision), ("n", stated.n, len(test)),
         ("fingerprint", stated.fingerprint, test.fingerprint)) if a != b]
-    out += [Mismatch(f"extra.stitch.split.{k}", getattr(extra.split, k), v) for k, v in split.as_dict().items()
+    out += [Mismatch(f"details.stitch.split.{k}", getattr(extra.split, k), v) for k, v in split.as_dict().items()
             if getattr(extra.split, k) != v]
     ids, references = test.ids, dict(zip(test.ids, split.references()))
     stored = extra.scoring.references
     if list(stored) != ids:
-        out.append(Mismatch("extra.stitch.scoring.references (held-out ids)", _first_difference(list(stored), ids),
+        out.append(Mismatch("details.stitch.scoring.references (held-out ids)", _first_difference(list(stored), ids),
                             "the held-out ids of the rebuilt split, in order"))
     else:
         wrong = [i for i in ids if stored[i] != references[i]]
-        out += [Mismatch(f"extra.stitch.scoring.references[{i}]", stored[i], references[i])
+        out += [Mismatch(f"details.stitch.scoring.references[{i}]", stored[i], references[i])
                 for i in wrong[:SHOWN_REFERENCES]]
         if len(wrong) > SHOWN_REFERENCES:
-            out.append(Mismatch("extra.stitch.scoring.references", f"{len(wrong) - SHOWN_REFERENCES} more differ",
+            out.append(Mismatch("details.stitch.scoring.references", f"{len(wrong) - SHOWN_REFERENCES} more differ",
                                 "the dataset's captions of those ids"))
     if record.ci is not None and record.ci.level != extra.scoring.level:
         out.append(Mismatch("ci.level", record.ci.level, extra.scoring.level))
     paired = [r for r in extra.rows if r.variant == "paired"]
     if not paired:
-        out.append(Mismatch("extra.stitch.rows", "no paired row", "a row of the paired map (the record's score)"))
+        out.append(Mismatch("details.stitch.rows", "no paired row", "a row of the paired map (the record's score)"))
     elif record.metric.params.get("k") != max(r.k for r in paired):
         out.append(Mismatch("metric.params.k", record.metric.params.get("k"), max(r.k for r in paired)))
     for row in extra.rows:
@@ -157,7 +157,7 @@ def sample_mismatches(extra: StitchExtra, references: dict[str, list[str]]) -> l
     rows = dict(_sample_rows(extra))
     out = []
     for s in extra.samples:
-        where = f"extra.stitch.samples[{s.id}]"
+        where = f"details.stitch.samples[{s.id}]"
         if s.id not in references:
             out.append(Mismatch(f"{where}.id", s.id, "a held-out sample id"))
             continue
@@ -203,7 +203,7 @@ def recomputed(record: ResultRecord, extra: StitchExtra, scored: list[CaptionSco
     return record.model_copy(update={
         "score": s.cider_d,
         "ci": IntervalRef(lo=s.cider_d_ci[0], hi=s.cider_d_ci[1], level=extra.scoring.level, method=method),
-        "extra": {**record.extra, "stitch": {**record.extra["stitch"], "rows": rows}},
+        "details": {**record.details, "stitch": {**record.details["stitch"], "rows": rows}},
     })
 
 
