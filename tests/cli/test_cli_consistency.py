@@ -74,10 +74,10 @@ def test_settings_show_prints_every_field_and_its_groups(capsys):
     code, out, _ = run(capsys, "settings", "show", "demo-mknn")
     fields = {line.split()[0]: line.split(None, 1)[1] for line in out.splitlines()}
     assert code == 0 and fields["n_perm"] == "100" and fields["params"] == '{"k": 10}'
-    assert fields["groups"] == "demo, offline, same-modality"
+    assert {"demo", "offline", "same-modality"} <= set(fields["groups"].split(", "))  # groups may grow
     code, out, _ = run(capsys, "settings", "show", "zs-fmnist", "--json")
     record = json.loads(out)
-    assert record["kind"] == "zeroshot" and record["groups"] == ["demo", "offline", "demo-zeroshot"]
+    assert record["kind"] == "zeroshot" and {"demo", "offline", "demo-zeroshot"} <= set(record["groups"])
     assert record["options"]["per_class"] == 100
 
 
@@ -95,7 +95,9 @@ def test_submit_help_shows_the_real_settings_default(capsys):
 
 def test_settings_show_group_lists_its_settings(capsys):
     code, out, _ = run(capsys, "settings", "show", "openclipart", "--json")
-    assert code == 0 and json.loads(out) == {"group": "openclipart", "settings": ["oc-mknn", "oc-cka", "oc-rotation"]}
+    shown = json.loads(out)
+    assert code == 0 and shown["group"] == "openclipart"
+    assert shown["settings"][:3] == ["oc-mknn", "oc-cka", "oc-rotation"]  # in the file's order; the group may grow
 
 
 def test_settings_show_unknown_suggests_close_names(capsys):
