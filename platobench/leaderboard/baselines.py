@@ -41,6 +41,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from platobench.leaderboard.consistency import best_value
+from platobench.leaderboard.kinds import record_kind
 from platobench.leaderboard.paired import calibrated_difference
 from platobench.metrics.resampling import holm
 from platobench.results import ResultRecord
@@ -80,7 +81,7 @@ def calibrated_interval(record: ResultRecord) -> tuple[float, float] | None:
     value (zero-shot records: perfect 1, null mean = chance)."""
     if record.null is None or record.ci is None or not _finite(record.calibrated):
         return None
-    perfect = 1.0 if record.kind == "zeroshot" else best_value(record)
+    perfect = 1.0 if record_kind(record.kind).calibration == "chance" else best_value(record)
     mean = record.null.mean
     if perfect is None or perfect == mean:
         return None

@@ -23,6 +23,7 @@ import math
 
 import numpy as np
 
+from platobench.leaderboard.kinds import record_kind
 from platobench.metrics.best_values import BEST_VALUES, RANGES
 from platobench.metrics.resampling import subset_se, t_quantile
 from platobench.results.schema import ResultRecord
@@ -42,7 +43,7 @@ def _expected_calibrated(record: ResultRecord) -> float | None:
     """The calibrated score the record's score and null (or chance) imply; None where none is defined."""
     if record.null is None:
         return None
-    if record.kind == "zeroshot":
+    if record_kind(record.kind).calibration == "chance":
         chance = record.chance
         return None if chance is None or chance == 1 else (record.score - chance) / (1 - chance)
     perfect = best_value(record)
@@ -77,7 +78,7 @@ def inconsistencies(record: ResultRecord) -> list[str]:
         if not null.std >= 0:
             problems.append(f"null std {null.std} is negative")
     problems += _draws_problems(record)
-    if record.kind != "stitch":
+    if record_kind(record.kind).calibration != "none":
         expected = _expected_calibrated(record)
         stated = record.calibrated
         if (stated is None) != (expected is None) or (

@@ -38,6 +38,7 @@ from platobench.leaderboard.boards import (
     overview,
     x_summary,
 )
+from platobench.leaderboard.kinds import record_kind
 from platobench.leaderboard.notes import (
     MISSING,
     PARAMS_RULE,
@@ -188,7 +189,7 @@ def render(boards: list[Board], records: list[ResultRecord], paper: list[dict[st
         "columns": COLUMNS,
         "boards": [
             {"id": f"board-{i}", "first": first_directions(b.first.metric.higher_is_better), "headers": board_headers(b),
-             "hide": [] if b.first.kind == "zeroshot" else ["top5"],
+             "hide": [] if record_kind(b.first.kind).top5 else ["top5"],
              "rows": [_row(row, got.get(row.record.pair_id, "")) for row in b.rows]}
             for i, b in enumerate(boards) for got in [b.verdicts]
         ],

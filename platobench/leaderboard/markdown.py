@@ -26,6 +26,7 @@ from platobench.leaderboard.boards import (
     overview,
     x_summary,
 )
+from platobench.leaderboard.kinds import record_kind
 from platobench.leaderboard.notes import (
     MISSING,
     PARAMS_RULE,
@@ -140,7 +141,7 @@ def readme(boards: list[Board], records: list[ResultRecord], paper: list[dict[st
         got = board.verdicts
         head_x, head_y = board.headers
         params_head = "params (L / V)" if board.modalities == DEFAULT_MODALITIES else "params (x / y)"
-        top5 = board.first.kind == "zeroshot"  # a zero-shot board shows top-5 beside its top-1 score
+        top5 = record_kind(board.first.kind).top5  # a zero-shot board shows top-5 beside its top-1 score
         lines += _md_table(
             ["rank", head_x, head_y, "score", *(["top-5 (chance)"] if top5 else []), "calibrated", "CI", "p",
              "null mean", "chance", "layers", params_head, "verdict"],

@@ -13,6 +13,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from platobench.leaderboard.kinds import record_kind
 from platobench.results import NullRef, ResultRecord
 
 MISSING = "missing"
@@ -64,7 +65,7 @@ def top5_of(record: ResultRecord) -> tuple[float | None, float | None]:
     """(top-5 accuracy, its chance level) of a zero-shot record: `details.top5.mean` and `details.chance_top5`,
     each None unless a finite number (a record's extra is whatever its file says); (None, None) for other
     kinds."""
-    if record.kind != "zeroshot":
+    if not record_kind(record.kind).top5:
         return None, None
 
     def number(value: Any) -> float | None:

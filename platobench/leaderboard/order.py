@@ -2,7 +2,7 @@
 
 The headline board comes first: paired settings scored by mutual k-nearest neighbours (the Platonic
 Representation Hypothesis' own metric), then the other paired settings, then zero-shot matching, then
-stitching; settings of one group follow in order of their id. A setting measured on pairs of other
+stitching, then any other kind (`leaderboard.kinds`); settings of one group follow in order of their id. A setting measured on pairs of other
 modalities than text x vision has a board of its own for each modality pair (`board_name`), after the text x
 vision board of the same setting.
 """
@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from platobench.leaderboard.kinds import record_kind
+
 if TYPE_CHECKING:
     from platobench.results import ResultRecord
 
@@ -18,14 +20,13 @@ if TYPE_CHECKING:
 DEFAULT_MODALITIES = ("text", "vision")
 
 HEADLINE_METRIC = "mutual_knn"
-GROUPS = ("paired, mutual kNN", "paired, other metrics", "zero-shot", "stitching")
 
 
 def board_group(kind: str, metric_id: str) -> int:
-    """The index into GROUPS of a record's setting (`kind` is the record's kind: paired/zeroshot/stitch)."""
-    if kind == "paired":
-        return 0 if metric_id == HEADLINE_METRIC else 1
-    return 2 if kind == "zeroshot" else 3
+    """Where a record's setting sorts: paired mutual kNN (0), other paired metrics (1), zero-shot (2),
+    stitching (3), any other kind (4): its kind's `RecordKind.order`, order 0 split by the headline metric."""
+    order = record_kind(kind).order
+    return order + (order == 0 and metric_id != HEADLINE_METRIC)
 
 
 def setting_key(setting: str, kind: str, metric_id: str) -> tuple[int, str]:

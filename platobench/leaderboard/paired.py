@@ -28,6 +28,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from platobench.leaderboard.consistency import best_value
+from platobench.leaderboard.kinds import record_kind
 from platobench.leaderboard.ranks import tie_ranks
 from platobench.metrics.resampling import PairedDifference, paired_difference
 from platobench.results import ResultRecord
@@ -44,7 +45,7 @@ def unpaired_reason(a: ResultRecord, b: ResultRecord, *, null: bool = False) -> 
     """Why records `a` and `b` cannot be compared draw by draw (None when they can); `null`: their null
     draws are needed too."""
     for r in (a, b):
-        if r.kind != "paired" or r.ci is None or r.ci.draws is None:
+        if not record_kind(r.kind).paired_draws or r.ci is None or r.ci.draws is None:
             return f"{r.pair_id} states no subset scores"
         if null and (r.null is None or r.null.draws is None):
             return f"{r.pair_id} states no null draws"

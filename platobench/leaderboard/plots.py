@@ -33,6 +33,7 @@ from matplotlib.ticker import MaxNLocator, NullLocator
 
 from platobench.leaderboard.baselines import is_baseline
 from platobench.leaderboard.boards import Board
+from platobench.leaderboard.kinds import record_kind
 from platobench.metrics import list_metrics
 from platobench.metrics.zeroshot import METRIC_ID as ZEROSHOT_METRIC
 from platobench.results import ResultRecord
@@ -368,7 +369,7 @@ def _plot_board(board: Board, out_dir: Path, mine: dict[str, list[str]]) -> None
         rel = f"plots/heatmaps/{key}/{_slug(r.pair_id)}.png"
         heatmap(r, out_dir / rel)
         mine["heatmaps"].append(rel)
-    if any(r.kind == "stitch" for r in records):  # captioning scores: neither plot below applies
+    if not all(record_kind(r.kind).alignment_plots for r in records):  # captioning scores: neither plot applies
         mine["notes"].append("no size or LLM vs text-JEPA plot (a stitching board scores captions, not alignment)")
         return
     rel = f"plots/size_{key}.png"

@@ -159,3 +159,17 @@ def test_size_plot_legend_survives_a_long_model_name(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # constrained layout would warn when the legend squeezes the axes away
         assert plots.size_plot(recs, tmp_path / "size.png") == (True, [])
+
+
+def test_each_record_kind_has_its_view_and_an_unregistered_kind_the_generic_one(monkeypatch):
+    from platobench.leaderboard.kinds import GENERIC, RECORD_KINDS, RecordKind, record_kind
+    from platobench.leaderboard.order import board_group
+
+    assert {"paired", "zeroshot", "stitch"} <= set(RECORD_KINDS.names())
+    assert record_kind("zeroshot").top5 and record_kind("zeroshot").calibration == "chance"
+    assert record_kind("paired").paired_draws and not record_kind("stitch").alignment_plots
+    assert record_kind("spectrum") is GENERIC  # a plugin kind no one described
+    assert [board_group(k, m) for k, m in [("paired", "mutual_knn"), ("paired", "cka"), ("zeroshot", "zeroshot_matching"),
+                                            ("stitch", "cider_d"), ("spectrum", "spectrum_overlap")]] == [0, 1, 2, 3, 4]
+    monkeypatch.setitem(RECORD_KINDS._entries, "test-kind-view", RecordKind(order=1, top5=True))  # as a plugin would
+    assert board_group("test-kind-view", "x") == 1 and record_kind("test-kind-view").top5
