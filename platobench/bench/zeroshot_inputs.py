@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from platobench.data import ClassDataset, fingerprint, get_dataset, options_of
 from platobench.data.subset import first_per_class
@@ -33,13 +33,19 @@ if TYPE_CHECKING:
     from platobench.bench.settings import Setting
 
 
+#: Seeds of a zero-shot setting that names none: with S = 39 the range of the seeds' top-1 is a 95% interval.
+DEFAULT_SEEDS = 39
+
+
 class ZeroshotOptions(BaseModel):
     """`Setting.options` of a zero-shot setting (unknown keys are refused).
 
     templates: template set name (`platobench.data.template_sets()`); None = the dataset's default.
     prompts: "templates" (names x templates) or "gloss" (name - gloss; the dataset must have
         class descriptions). solver / restarts: `platobench.metrics.matching.blind_match`.
-    seeds: one evaluation per seed (image subsample and solver restarts); mean and std reported.
+    seeds: one evaluation per seed (image subsample and solver restarts); mean and std reported. A list
+        of seeds, or a count S for seeds 0..S-1. The default, 39, makes the range of the seeds' top-1 a 95%
+        interval: another seed's top-1 falls inside it with probability (S - 1) / (S + 1) = .95.
     fraction: share of each class's images averaged into its class embedding (0.5 in the protocol).
     per_class: keep only the first `per_class` images of each class, in dataset order (None: all).
     """
@@ -50,9 +56,19 @@ class ZeroshotOptions(BaseModel):
     prompts: Literal["templates", "gloss"] = "templates"
     solver: str = "faq"
     restarts: int | None = Field(default=None, ge=0)
-    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
+    seeds: tuple[int, ...] = tuple(range(DEFAULT_SEEDS))
     fraction: float = Field(default=0.5, gt=0, le=1)
     per_class: int | None = Field(default=None, ge=1)
+
+    @field_validator("seeds", mode="before")
+    @classmethod
+    def _count(cls, value: Any) -> Any:
+        """A count S stands for the seeds 0..S-1."""
+        if isinstance(value, int) and not isinstance(value, bool):
+            if value < 1:
+                raise ValueError("a seed count must be at least 1")
+            return tuple(range(value))
+        return value
 
     @classmethod
     def of(cls, setting: Setting) -> ZeroshotOptions:

@@ -405,3 +405,27 @@ def test_real_demo_models_on_zs_fmnist(tmp_path, monkeypatch):
     assert rec.details["prompts"]["n_prompts"] == 50
     assert 0.0 < rec.null.p_value <= 1.0
     json.dumps(rec.model_dump(mode="json"))
+
+
+def test_a_seed_count_stands_for_its_range_and_the_builtin_settings_state_a_95_percent_range():
+    assert ZeroshotOptions(seeds=3).seeds == (0, 1, 2) and ZeroshotOptions().seeds == tuple(range(39))
+    for bad in (0, True):
+        with pytest.raises(ValidationError):
+            ZeroshotOptions(seeds=bad)
+    for s in Catalog().settings.values():
+        if s.kind == "zeroshot":
+            n = len(ZeroshotOptions.of(s).seeds)
+            assert (n - 1) / (n + 1) == pytest.approx(0.95), s.id
+
+
+def test_the_range_of_s_draws_holds_another_draw_with_probability_s_minus_1_over_s_plus_1():
+    """The level a zero-shot record states for the range of its seeds' top-1: exact for continuous
+    exchangeable draws (the new draw's rank is uniform over S + 1 places), at least that with ties."""
+    rng = np.random.default_rng(0)
+    trials, s = 40_000, 39
+    draws = rng.standard_normal((trials, s + 1))
+    inside = (draws[:, -1] >= draws[:, :-1].min(1)) & (draws[:, -1] <= draws[:, :-1].max(1))
+    assert abs(inside.mean() - (s - 1) / (s + 1)) < 4 * math.sqrt(0.95 * 0.05 / trials)
+    tied = rng.integers(0, 9, (trials, s + 1)) / 8  # top-1 of 8 classes: few values, many ties
+    inside = (tied[:, -1] >= tied[:, :-1].min(1)) & (tied[:, -1] <= tied[:, :-1].max(1))
+    assert inside.mean() >= (s - 1) / (s + 1)

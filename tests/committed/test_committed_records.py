@@ -46,8 +46,9 @@ def test_every_committed_record_is_schema_3_and_equals_its_older_originals_upgra
     offline = ROOT / "results" / "offline"
     committed = load_record(offline / "demo-mknn" / "demo--minilm-l6__demo--dinov2-s-imgfocus.json")
     assert committed == load_record(V1 / "paired.json") == load_record(V2 / "paired.json")
-    for name, path in {"zeroshot": offline / "zs-tuxpaint" / "baseline--bag-of-words__baseline--colour-histogram.json",
-                       "stitch": ROOT / "results" / "stitch" / "stitch-tuxpaint" / "demo--minilm-l6__demo--dinov2-s-imgfocus.json",
+    # (the zero-shot records were recomputed with 39 seeds after the rewrite: their v2 original is checked for
+    # its upgrade alone, in tests/bench/test_any_modality.py)
+    for name, path in {"stitch": ROOT / "results" / "stitch" / "stitch-tuxpaint" / "demo--minilm-l6__demo--dinov2-s-imgfocus.json",
                        "paired_tolerance": offline / "demo-mknn" / "baseline--caption-length__baseline--colour-histogram.json",
                        }.items():
         assert load_record(path) == load_record(V2 / f"{name}.json"), name
