@@ -39,6 +39,7 @@ for _name, _module in (
     ("metrics", "platobench.bench.metric_commands"),
     ("bench", "platobench.bench.commands"),
     ("leaderboard", "platobench.leaderboard.commands"),
+    ("reports", "platobench.leaderboard.reports"),
     ("theory", "platobench.experiments.theory.commands"),
     ("jepa", "platobench.experiments.jepa.commands"),
     ("stitch", "platobench.experiments.stitch.commands"),

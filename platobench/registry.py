@@ -1,8 +1,9 @@
 """One registry of named things, used for every kind platobench looks up by name: metrics
 (`metrics.registry.METRICS`), setting kinds (`bench.protocols.PROTOCOLS`), model loaders
 (`zoo.support.LOADERS`), datasets (`data.catalog.DATASETS`), commands (`cli.COMMANDS`), record kinds
-that `check` verifies their own way (`bench.check.VERIFIERS`) and how the leaderboard shows each record
-kind (`leaderboard.kinds.RECORD_KINDS`).
+that `check` verifies their own way (`bench.check.VERIFIERS`), how the leaderboard shows each record
+kind (`leaderboard.kinds.RECORD_KINDS`) and the reports rebuilt from committed data
+(`leaderboard.reports.REPORTS`).
 
 A `Registry[T]` maps names to objects of one kind. An entry is the object itself or a lazy target
 "package.module:attribute", imported on its first lookup (a command module may load torch; `--help` must

@@ -105,3 +105,11 @@ def test_lazy_names_still_import() -> None:
     for module in (zoo, metrics):
         with pytest.raises(AttributeError):
             module.no_such_name  # noqa: B018
+
+
+def test_the_public_api_imports_nothing_heavy_until_a_name_is_used(tmp_path):
+    """Experiments import the core through `platobench.api`; their command modules build parsers at start-up."""
+    out = run_python("import sys, platobench.api\n"
+                     "from platobench.api import UserError, add_json_option, progress_log, save_figure\n"
+                     f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))", tmp_path)
+    assert out.strip() == "[]"

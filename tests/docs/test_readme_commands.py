@@ -86,6 +86,8 @@ PARSE_ONLY = {
         "reuses the committed records; tests/bench/test_any_modality.py checks that a dry run reuses every one",
     "platobench run --pairs demo/efficientnet-lite0:demo/dinov2-s-imgfocus --settings demo-mknn --out "
     "results/offline": "one of the committed vision x vision records, reused",
+    "platobench reports --results results --out reports": "rewrites reports/ in place; "
+        "tests/committed/test_reports_rebuild.py rebuilds them into a temporary folder and compares the bytes",
     "platobench run --pairs offline --settings zs-tuxpaint,zs-fmnist --out results/offline":
         "reuses the committed zero-shot records; tests/committed/test_demo_regression.py recomputes some",
     "platobench run --pairs demo-views --settings views --out results/offline":

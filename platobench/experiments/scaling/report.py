@@ -10,7 +10,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from platobench.api import atomic_write_text, save_figure
+from platobench.api import UserError, atomic_write_text, save_figure
 from platobench.experiments.scaling.curve import Point
 
 STYLE = {"real": {"color": "C0", "linestyle": "-"}, "synthetic": {"color": "C1", "linestyle": "--"}}
@@ -72,3 +72,14 @@ def write_report(folder: Path, setup: dict[str, Any], points: Sequence[Point]) -
              atomic_write_text(folder / "scaling-n.md", markdown(setup, points) + "\n"),
              save_figure(figure(points), folder / "scaling-n.png")]
     return [str(f) for f in files]
+
+
+def rebuild(results: Path, reports: Path, out: Path) -> list[str]:
+    """`platobench reports`: the scaling-n report again under `out`/scaling-n from the committed
+    `reports`/scaling-n/scaling-n.json (its setup and every measured point; scaling-n writes no records, so
+    `results` is not read). UserError when that JSON is missing."""
+    path = reports / "scaling-n" / "scaling-n.json"
+    if not path.is_file():
+        raise UserError(f"{path} is missing: run `platobench scaling-n --report {path.parent}` first")
+    payload = json.loads(path.read_text(encoding="utf-8"))
+    return write_report(out / "scaling-n", payload["setup"], [Point(**p) for p in payload["points"]])

@@ -14,9 +14,11 @@ from matplotlib.figure import Figure
 from platobench.api import (
     STITCH_HEADER,
     ResultRecord,
+    UserError,
     atomic_write_text,
     build_boards,
     format_table,
+    get_dataset,
     load_records,
     map_label,
     md_text,
@@ -26,7 +28,7 @@ from platobench.api import (
     stitch_section,
 )
 from platobench.experiments.stitch.run import StitchResult
-from platobench.experiments.stitch.split import StitchSplit
+from platobench.experiments.stitch.split import StitchSplit, split_dataset
 
 LINE_STYLES = {"unpaired": "--", "shuffled": ":", "random": (0, (1, 3)), "retrieval": "-.", "text-bound": "--"}
 
@@ -115,3 +117,28 @@ def print_summary(result: StitchResult) -> None:
         print(board.title)
         print("\n".join(format_table(STITCH_HEADER, section.rows, right={3, 4, 6}, rule=True)))
         print()
+
+
+def rebuild(results: Path, reports: Path, out: Path) -> list[str]:
+    """`platobench reports`: the stitch report again under `out`/stitch from the stitch records under
+    `results` (the committed ones: results/stitch). Each setting's held-out split is rebuilt from what its
+    records state (`details.stitch.scoring` and `.split`), as `check` does; a second setting gets a folder
+    of its own (`out`/stitch/<setting>). UserError when there is no stitch record or its split cannot be
+    rebuilt. `reports` is not read: the records hold everything."""
+    records = [r for r in load_records(results) if r.kind == "stitch"]
+    if not records:
+        raise UserError(f"no stitch records under {results}: run `platobench stitch` first")
+    settings = sorted({r.setting for r in records})
+    written: list[str] = []
+    for setting in settings:
+        mine = [r for r in records if r.setting == setting]
+        extra = stitch_extra(mine[0])
+        assert extra is not None  # kind "stitch"
+        if extra.scoring is None:
+            raise UserError(f"the stitch records of {setting} do not say how they were scored: rerun `platobench stitch`")
+        dataset = get_dataset(extra.scoring.dataset, limit=extra.scoring.limit)
+        split = split_dataset(dataset, extra.split.heldout_fraction, views=extra.scoring.views)
+        mine = [r for r in mine if r.dataset.fingerprint == split.test_set.fingerprint]
+        folder = out / "stitch" if len(settings) == 1 else out / "stitch" / setting
+        written += write_report(mine, split, folder)
+    return written
