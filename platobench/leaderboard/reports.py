@@ -4,7 +4,7 @@ compares).
 
 `REPORTS` (a `platobench.registry.Registry`) maps a report's name to its rebuilder, a "module:function"
 target called as `rebuild(results, reports, out) -> [paths written]`: the experiments name their own
-(`stitch` from its records, `scaling-n` from its committed points) and a plugin adds its reports there. The
+(`stitch` and `jepa-compare` from their committed records, `scaling-n` from its committed points) and a plugin adds its reports there. The
 reports whose data are not committed are listed in `NOT_REBUILDABLE`, with why, and never silently skipped.
 """
 
@@ -25,6 +25,7 @@ Rebuilder = Callable[[Path, Path, Path], list[str]]
 REPORTS: Registry[Rebuilder] = Registry("report")
 REPORTS.register_lazy("stitch", "platobench.experiments.stitch.report:rebuild")
 REPORTS.register_lazy("scaling-n", "platobench.experiments.scaling.report:rebuild")
+REPORTS.register_lazy("jepa-compare", "platobench.experiments.jepa.compare_report:rebuild")
 
 #: Committed reports that cannot be rebuilt from committed data yet, and why.
 NOT_REBUILDABLE = {

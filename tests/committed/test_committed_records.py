@@ -20,6 +20,10 @@ def test_every_committed_record_loads():
     records, problems = load_records_checked(RESULTS)
     assert problems == [] and len(records) == len(list(RESULTS.rglob("*.json")))
     assert len(load_records(RESULTS)) == len(records)
+    behind_reports = ROOT / "reports" / "jepa-compare" / "records"  # the records a report is rebuilt from
+    records, problems = load_records_checked(behind_reports)
+    assert problems == [] and len(records) == len(list(behind_reports.rglob("*.json"))) >= 18
+    assert all(r.schema_version == 3 for r in records)
 
 
 def test_rewriting_committed_records_is_byte_identical(tmp_path):

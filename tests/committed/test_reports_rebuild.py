@@ -19,9 +19,9 @@ def test_platobench_reports_rebuilds_the_committed_reports_byte_for_byte(tmp_pat
     monkeypatch.chdir(ROOT)
     assert main(["reports", "--out", str(tmp_path), "--json"]) == 0
     written = json.loads(capsys.readouterr().out)["written"]
-    assert set(written) == {"stitch", "scaling-n"} == set(REPORTS.names())
+    assert set(written) == {"stitch", "scaling-n", "jepa-compare"} == set(REPORTS.names())
     files = [Path(p) for paths in written.values() for p in paths]
-    assert len(files) == 6
+    assert len(files) == 8
     for path in files:
         committed = ROOT / "reports" / path.relative_to(tmp_path)
         assert path.read_bytes() == committed.read_bytes(), committed
@@ -38,3 +38,5 @@ def test_a_report_without_its_data_is_an_error_naming_the_command(tmp_path, caps
     assert "scaling-n.json is missing: run `platobench scaling-n" in capsys.readouterr().err
     assert main(["reports", "--results", str(tmp_path), "--out", str(tmp_path / "o"), "--only", "stitch"]) == 2
     assert "no stitch records" in capsys.readouterr().err
+    assert main(["reports", "--reports", str(tmp_path), "--out", str(tmp_path / "o"), "--only", "jepa-compare"]) == 2
+    assert "no jepa compare records under" in capsys.readouterr().err

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from platobench.api import UserError, add_device_option, add_json_option, home
+from platobench.api import UserError, add_device_option, add_json_option, home, progress_log
 from platobench.experiments.jepa import curve_commands, scaling_commands
 from platobench.experiments.jepa.experiment_options import load_corpus
 from platobench.experiments.jepa.sizes import SIZES
@@ -337,10 +337,7 @@ def _compare(args: argparse.Namespace) -> int:
     dataset = _load_dataset(args.data, args.limit)
     _check_split(CaptionCorpus.from_dataset(dataset), args)
 
-    def log(line: str) -> None:
-        print(line, file=sys.stderr if args.json else sys.stdout, flush=True)
-
-    result = run_compare(dataset, config, store=FeatureStore(), home=home(), log=log)
+    result = run_compare(dataset, config, store=FeatureStore(), home=home(), log=progress_log(args.json))
     if args.json:
         print(
             json.dumps(
