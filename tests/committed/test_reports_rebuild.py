@@ -40,3 +40,10 @@ def test_a_report_without_its_data_is_an_error_naming_the_command(tmp_path, caps
     assert "no stitch records" in capsys.readouterr().err
     assert main(["reports", "--reports", str(tmp_path), "--out", str(tmp_path / "o"), "--only", "jepa-compare"]) == 2
     assert "no jepa compare records under" in capsys.readouterr().err
+
+
+def test_an_edited_scaling_n_data_file_is_an_error_not_a_traceback(tmp_path, capsys):
+    (tmp_path / "scaling-n").mkdir()
+    (tmp_path / "scaling-n" / "scaling-n.json").write_text('{"setup": {}, "points": [{"n": 1}]}')
+    assert main(["reports", "--reports", str(tmp_path), "--out", str(tmp_path / "o"), "--only", "scaling-n"]) == 2
+    assert "is not a scaling-n report's data" in capsys.readouterr().err

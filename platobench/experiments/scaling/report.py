@@ -77,9 +77,13 @@ def write_report(folder: Path, setup: dict[str, Any], points: Sequence[Point]) -
 def rebuild(results: Path, reports: Path, out: Path) -> list[str]:
     """`platobench reports`: the scaling-n report again under `out`/scaling-n from the committed
     `reports`/scaling-n/scaling-n.json (its setup and every measured point; scaling-n writes no records, so
-    `results` is not read). UserError when that JSON is missing."""
+    `results` is not read). UserError when that JSON is missing or malformed."""
     path = reports / "scaling-n" / "scaling-n.json"
     if not path.is_file():
         raise UserError(f"{path} is missing: run `platobench scaling-n --report {path.parent}` first")
-    payload = json.loads(path.read_text(encoding="utf-8"))
-    return write_report(out / "scaling-n", payload["setup"], [Point(**p) for p in payload["points"]])
+    try:
+        payload = json.loads(path.read_text(encoding="utf-8"))
+        setup, points = payload["setup"], [Point(**p) for p in payload["points"]]
+    except (ValueError, TypeError, KeyError) as exc:  # an edited file: say which, never a traceback
+        raise UserError(f"{path} is not a scaling-n report's data (setup and points): {exc}") from None
+    return write_report(out / "scaling-n", setup, points)
