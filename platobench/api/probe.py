@@ -119,6 +119,10 @@ class AlignmentProbe:
         if chosen.kind != "paired":
             raise UserError(f"AlignmentProbe: setting {setting!r} is {chosen.kind}; a probe scores a paired setting "
                             "(one row per sample on both sides)")
+        if chosen.selection == "heldout":
+            raise UserError(f"AlignmentProbe: setting {setting!r} selects its layers held out (on one half of the "
+                            "samples, scored on the other); a probe keeps the reference's summaries of all samples "
+                            "and selects on one grid: use a setting with selection best, last or i,j")
         if dataset is not None and dataset != chosen.dataset:
             chosen = chosen.model_copy(update={"dataset": dataset})
         self.setting = chosen

@@ -1,7 +1,7 @@
 """The fields of a result record that `platobench check` verifies: every field the leaderboard shows.
 
 Values that are measured (score, last-layer score, chance, calibrated score, null mean/std/p-value, CI
-bounds and level, grid cells, and where stated the subset scores and null draws the paired verdicts read) are recomputed and compared within a tolerance (`compare` -> `Diff`).
+bounds and level, grid cells, a held-out selection's in-sample and fold scores, and where stated the subset scores and null draws the paired verdicts read) are recomputed and compared within a tolerance (`compare` -> `Diff`).
 Everything else is stated, not measured, and must equal exactly what would be run (`mismatches` ->
 `Mismatch`): the setting id and kind, the metric (id, resolved params, preprocessing, selection,
 direction), each model's name, revision, size and kind, the dataset's name, revision, n and fingerprint,
@@ -31,6 +31,8 @@ EXACT_FIELDS = (
 # stated by the record and must be what the metric declares (an edited estimand would change its reading)
 EXACT_STAT_FIELDS = ("null.n_perm", "null.seed", "ci.method", "ci.estimand", "ci.scheme", "ci.subset_size")
 STATED_SINCE_DRAWS = frozenset({"ci.scheme", "ci.subset_size"})  # absent from records written before the draws
+# a held-out record's measured values besides its score (details.heldout_selection), compared as scores are
+HELDOUT_FIELDS = ("in_sample", "full_grid_best.score")
 SETTING_IGNORED = frozenset({"description"})  # a setting's fields that are not part of the protocol
 
 
@@ -94,6 +96,7 @@ def compare(old: ResultRecord, new: ResultRecord, *, statistics: bool = True) ->
         fields += [*STAT_FIELDS, *(f for f in STAT_DETAIL_FIELDS if _both(old, new, f))]
     diffs = [_diff(f, _number(old, f), _number(new, f)) for f in fields]
     diffs = [d for d in diffs if d.recorded is not None or d.recomputed is not None]
+    diffs += _heldout_diffs(old, new)
     if statistics:
         diffs += [d for d in (_draws_diff(old, new, "ci"), _draws_diff(old, new, "null")) if d is not None]
     if old.grid is not None or new.grid is not None:
@@ -107,6 +110,26 @@ def compare(old: ResultRecord, new: ResultRecord, *, statistics: bool = True) ->
             worst, i, j = max(cells, key=lambda c: (math.isnan(c[0]), c[0]))
             diffs.append(Diff(f"grid[{i}][{j}] (largest cell change)", old.grid[i][j], new.grid[i][j], worst))
     return diffs
+
+
+def _heldout_diffs(old: ResultRecord, new: ResultRecord) -> list[Diff]:
+    """The held-out selection's stated scores (`details.heldout_selection`: the halves' and the full grid's
+    in-sample best, each fold's scores), where either record has them."""
+    a, b = (r.details.get("heldout_selection") for r in (old, new))
+    if a is None and b is None:
+        return []
+    paths = [*HELDOUT_FIELDS, *(f"folds.{i}.{k}" for i in range(2) for k in ("score", "in_sample"))]
+    return [_diff(f"details.heldout_selection.{p}", _heldout_number(a, p), _heldout_number(b, p)) for p in paths]
+
+
+def _heldout_number(details: dict[str, Any] | None, path: str) -> float | None:
+    obj: Any = details
+    for part in path.split("."):
+        if isinstance(obj, list):
+            obj = obj[int(part)] if part.isdigit() and int(part) < len(obj) else None
+        else:
+            obj = obj.get(part) if isinstance(obj, dict) else None
+    return None if obj is None or isinstance(obj, bool) or not isinstance(obj, (int, float)) else float(obj)
 
 
 def _draws_diff(old: ResultRecord, new: ResultRecord, part: str) -> Diff | None:

@@ -54,7 +54,9 @@ def register(subparsers: Any) -> None:
     s.add_argument("--metric", required=True, help="metric id (see `platobench metrics`)")
     add_key_value_option(s, "--param", metavar="NAME=VALUE", help="metric parameter, e.g. k=10")
     s.add_argument("--preprocess", default="none", choices=PREPROCESS_CHOICES, help="feature preprocessing")
-    s.add_argument("--selection", default="best", help="best | last | i,j")
+    s.add_argument("--selection", default="best",
+                   help="best | heldout (chosen on one half of the samples, scored on the other, both ways; the "
+                        "halves drawn from --seed) | last | i,j")
     s.add_argument("--x", type=Path, help="features file of the first model")
     s.add_argument("--y", type=Path, help="features file of the second model")
     s.add_argument("--x-model", help="first zoo model (features from the cache)")
@@ -68,7 +70,7 @@ def register(subparsers: Any) -> None:
                    help="also compute a permutation null with B shuffles of the pairing: its mean ± std and the "
                         f"p-value, whose floor is 1/(B+1) (default: {DEFAULT_NULL} for a metric whose chance level "
                         "is not known in closed form, else none; 0: no null)")
-    s.add_argument("--seed", type=int, default=0, help="seed of the --null shuffles (default 0)")
+    s.add_argument("--seed", type=int, default=0, help="seed of the --null shuffles and of --selection heldout's halves (default 0)")
     add_json_option(s, what="the score, its layers and statistics")
     s.set_defaults(func=_score)
 
@@ -200,7 +202,9 @@ def _score(args: argparse.Namespace) -> int:
 
     from platobench.metrics import get_metric
     from platobench.metrics.api import summarize_layers
-    from platobench.metrics.selection import kept_selection, select
+    from platobench.metrics.heldout import HalfSplit
+    from platobench.metrics.preprocess import LayerStack
+    from platobench.metrics.selection import HELDOUT, kept_selection, select
     from platobench.metrics.validation import varying_layers
 
     metric = get_metric(args.metric)
@@ -227,7 +231,12 @@ def _score(args: argparse.Namespace) -> int:
     labels = (f"layer {{i}} of {sources[0]}", f"layer {{i}} of {sources[1]}")
     summaries = summarize_layers(metric.id, xs, ys, preprocess=args.preprocess, labels=labels, **params)
     grid = summaries.grid()
-    chosen = select(grid, spec, metric.higher_is_better)
+    if spec == HELDOUT:  # chosen on one half of the samples, scored on the other (platobench/metrics/heldout.py)
+        stacks = LayerStack(xs, "Xs", labels[0]), LayerStack(ys, "Ys", labels[1])
+        chosen = HalfSplit.of(metric.id, stacks, int(xs[0].shape[0]), seed=args.seed, preprocess=args.preprocess,
+                              **params).cross_fit().selection()
+    else:
+        chosen = select(grid, spec, metric.higher_is_better)
     chosen = dataclasses.replace(chosen, x_layer=rows[chosen.x_layer], y_layer=cols[chosen.y_layer])
     excluded = {"x": [i for i in range(shape[0]) if i not in rows], "y": [j for j in range(shape[1]) if j not in cols]}
     out = {"metric": metric.id, "params": params, "preprocess": args.preprocess, "selection": chosen.to_record(),
@@ -280,7 +289,10 @@ def score_statistics(metric: str, xs: list[torch.Tensor], ys: list[torch.Tensor]
         raise UserError(f"--null must be a number of shuffles >= 0 (0: no null), got {args.null}")
     if args.seed < 0:
         raise UserError(f"--seed must be >= 0, got {args.seed}")
-    chance = chance_level(metric, n, **params)
+    # a held-out score is scored on halves: its chance level is theirs (the mean over the two half sizes)
+    sizes = [n // 2, n - n // 2] if selection == "heldout" else [n]
+    levels = [chance_level(metric, size, **params) for size in sizes]
+    chance = None if None in levels else sum(levels) / len(levels)  # type: ignore[arg-type]
     n_perm = args.null if args.null is not None else (DEFAULT_NULL if chance is None else 0)
     out: dict[str, Any] = {"chance": chance, "null": None, "null_by_default": args.null is None and n_perm > 0}
     if n_perm > 0:
@@ -296,6 +308,8 @@ def statistics_lines(out: dict[str, Any]) -> list[str]:
     k = out["params"].get("k")
     if out["chance"] is None:
         lines = ["chance level: not known in closed form for this metric (the permutation null estimates it)"]
+    elif out["metric"] == "mutual_knn" and k is not None and out["selection"]["mode"] == "heldout":
+        lines = [f"chance level: {out['chance']:.6f} (k/(N-1) of each half of the N = {out['n']} samples)"]
     elif out["metric"] == "mutual_knn" and k is not None:
         lines = [f"chance level: {out['chance']:.6f} (k/(N-1) = {k}/{out['n'] - 1})"]
     else:

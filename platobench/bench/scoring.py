@@ -12,7 +12,9 @@ from platobench.bench.settings import Setting
 from platobench.metrics import get_metric
 from platobench.metrics.api import summarize_layers
 from platobench.metrics.cached_layers import take_layers
-from platobench.metrics.selection import kept_selection, select
+from platobench.metrics.heldout import CrossFit, HalfSplit
+from platobench.metrics.preprocess import LayerStack
+from platobench.metrics.selection import HELDOUT, kept_selection, select
 from platobench.metrics.stats import chance_level, interval_method, permutation_null, subset_draws
 from platobench.metrics.validation import CONSTANT_RTOL, DegenerateFeaturesError, varying_layers
 from platobench.results import (
@@ -51,6 +53,24 @@ def _perturbed(layers: Sequence[torch.Tensor], gen: torch.Generator) -> list[tor
     return [x * (1 + ROUNDING_NOISE * torch.randn(x.shape, generator=gen, dtype=x.dtype)) for x in layers]
 
 
+def _stacks(x_layers: Sequence[torch.Tensor], y_layers: Sequence[torch.Tensor]) -> tuple[LayerStack, LayerStack]:
+    return LayerStack(x_layers, "Xs"), LayerStack(y_layers, "Ys")
+
+
+def half_split(setting: Setting, x_layers: Sequence[torch.Tensor], y_layers: Sequence[torch.Tensor],
+               params: dict[str, Any]) -> HalfSplit:
+    """Both halves of the samples summarised for the setting's held-out selection (metrics/heldout.py)."""
+    return HalfSplit.of(setting.metric, _stacks(x_layers, y_layers), int(x_layers[0].shape[0]), seed=setting.seed,
+                        preprocess=setting.preprocess, **params)
+
+
+def _selected_score(setting: Setting, x_layers: Sequence[torch.Tensor], y_layers: Sequence[torch.Tensor],
+                    params: dict[str, Any], grid: torch.Tensor, higher_is_better: bool, selection: str) -> float:
+    if selection == HELDOUT:
+        return half_split(setting, x_layers, y_layers, params).cross_fit().score
+    return select(grid, selection, higher_is_better).score
+
+
 def rounding_sensitivity(
     setting: Setting, x_layers: Sequence[torch.Tensor], y_layers: Sequence[torch.Tensor],
     params: dict[str, Any], grid: torch.Tensor, higher_is_better: bool, selection: str,
@@ -60,15 +80,13 @@ def rounding_sensitivity(
     any grid cell. When it exceeds half of `check`'s 0.001, the record states its own check tolerance
     (twice the largest change) instead of failing on other machines — written, never silent. `selection`:
     the setting's selection on the grid of these (kept) layers (`kept_selection`)."""
-    chosen = select(grid, selection, higher_is_better).score
+    chosen = _selected_score(setting, x_layers, y_layers, params, grid, higher_is_better, selection)
     worst = 0.0
     for draw in range(ROUNDING_DRAWS):
         gen = torch.Generator().manual_seed(draw)
-        noisy = summarize_layers(
-            setting.metric, _perturbed(x_layers, gen), _perturbed(y_layers, gen),
-            preprocess=setting.preprocess, **params,
-        ).grid()
-        moved = max(abs(select(noisy, selection, higher_is_better).score - chosen),
+        xs, ys = _perturbed(x_layers, gen), _perturbed(y_layers, gen)
+        noisy = summarize_layers(setting.metric, xs, ys, preprocess=setting.preprocess, **params).grid()
+        moved = max(abs(_selected_score(setting, xs, ys, params, noisy, higher_is_better, selection) - chosen),
                     float((noisy - grid).abs().max()))
         worst = max(worst, moved)
     out = Reproducibility(rounding=Rounding(noise=ROUNDING_NOISE, draws=ROUNDING_DRAWS, max_change=worst))
@@ -149,7 +167,9 @@ def _paired_record(
     x_layers, y_layers = take_layers(x_layers, rows), take_layers(y_layers, cols)
     summaries = summarize_layers(setting.metric, x_layers, y_layers, preprocess=setting.preprocess, **params)
     grid = summaries.grid()
-    chosen = select(grid, sel, metric.higher_is_better)
+    split = half_split(setting, x_layers, y_layers, params) if sel == HELDOUT else None
+    fit = split.cross_fit() if split is not None else None
+    chosen = fit.selection() if fit is not None else select(grid, sel, metric.higher_is_better)
     rounding = (rounding_sensitivity(setting, x_layers, y_layers, params, grid, metric.higher_is_better, sel)
                 if metric.neighbour_sets else None)
     last = float(grid[-1, -1]) if (rows[-1], cols[-1]) == (shape[0] - 1, shape[1] - 1) else None
@@ -157,7 +177,7 @@ def _paired_record(
     if setting.n_perm > 0:
         res = permutation_null(
             setting.metric, x_layers, y_layers, selection=sel, n_perm=setting.n_perm,
-            seed=setting.seed, preprocess=setting.preprocess, summaries=summaries, **params,
+            seed=setting.seed, preprocess=setting.preprocess, summaries=summaries, split=split, **params,
         )
         null = NullRef(mean=res.mean, std=res.std, p_value=res.p_value, n_perm=res.n_perm, seed=res.seed,
                        draws=res.values.tolist())
@@ -165,12 +185,13 @@ def _paired_record(
     if setting.n_ci > 0:
         draws = subset_draws(
             setting.metric, x_layers, y_layers, selection=sel, n_sub=setting.n_ci,
-            frac=setting.ci_fraction, seed=setting.seed, preprocess=setting.preprocess, summaries=summaries, **params,
+            frac=setting.ci_fraction, seed=setting.seed, preprocess=setting.preprocess, summaries=summaries,
+            split=split, **params,
         )
         lo, hi = draws.interval(setting.ci_level)
         ci = IntervalRef(
             lo=lo, hi=hi, level=setting.ci_level, method=interval_method(setting.metric, setting.n_ci, setting.ci_fraction),
-            estimand=metric.estimand_for(params), scheme=draws.scheme, subset_size=draws.size,
+            estimand=metric.estimand_for(params, sel), scheme=draws.scheme, subset_size=draws.size,
             draws=draws.scores.tolist(),
         )
     return ResultRecord(
@@ -186,7 +207,8 @@ def _paired_record(
         score=chosen.score,
         layers=(rows[chosen.x_layer], cols[chosen.y_layer]),
         last_layer_score=last,
-        chance=chance_level(setting.metric, dataset.n, **params),
+        chance=(chance_level(setting.metric, dataset.n, **params) if split is None
+                else _mean_chance(setting.metric, [len(r) for r in split.rows], params)),
         null=null,
         calibrated=calibrated,
         ci=ci,
@@ -194,6 +216,8 @@ def _paired_record(
         provenance=Provenance(git_sha=git_sha(), inputs=inputs),
         reproducibility=rounding,
         details={
+            **({} if fit is None else {"heldout_selection": _heldout_details(fit, grid, rows, cols, metric.higher_is_better,
+                                                                             [len(r) for r in split.rows])}),
             "excluded_layers": {
                 "x": [i for i in range(shape[0]) if i not in rows],
                 "y": [j for j in range(shape[1]) if j not in cols],
@@ -204,3 +228,25 @@ def _paired_record(
         },
         runtime_s=round(time.perf_counter() - t0, 3),
     )
+
+
+def _mean_chance(metric: str, sizes: list[int], params: dict[str, Any]) -> float | None:
+    """The chance level of a held-out score: the mean of its two folds' chance levels (one per half size)."""
+    levels = [chance_level(metric, n, **params) for n in sizes]
+    return None if any(c is None for c in levels) else sum(levels) / len(levels)  # type: ignore[arg-type]
+
+
+def _heldout_details(fit: CrossFit, grid: torch.Tensor, rows: list[int], cols: list[int], higher_is_better: bool,
+                     sizes: list[int]) -> dict[str, Any]:
+    """What a held-out record states besides its score: the halves' sizes; each fold's layers (of the whole
+    models), held-out score and in-sample score; `in_sample`, the mean of the halves' best-of-grid scores (at
+    the held-out score's N: their difference is the optimism of choosing on the samples scored); and
+    `full_grid_best`, the best cell of the full-N grid (what the best-of-grid setting would report, at N)."""
+    best = select(grid, "best", higher_is_better)
+    return {
+        "halves": sizes,
+        "folds": [{"chosen_on": f.chosen_on, "layers": [rows[f.x_layer], cols[f.y_layer]], "score": f.score,
+                   "in_sample": f.in_sample} for f in fit.folds],
+        "in_sample": fit.in_sample,
+        "full_grid_best": {"score": best.score, "layers": [rows[best.x_layer], cols[best.y_layer]]},
+    }

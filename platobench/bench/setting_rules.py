@@ -82,6 +82,9 @@ def check_zeroshot(setting: Setting) -> None:
         if value != default:
             raise UserError(f"{name} is used by paired settings only; zero-shot scoring would ignore it "
                             f"(got {shown(value)}): remove it, or put zero-shot choices under options")
+    if setting.selection == "heldout":
+        raise UserError("selection 'heldout' is for paired settings (it splits paired samples in halves); a zero-shot "
+                        "setting takes 'last', 'best' or 'i,j'")
     try:
         ZeroshotOptions.of(setting)
     except UserError as exc:
@@ -106,18 +109,26 @@ def _check_samples(setting: Setting, n: int) -> None:
 
     metric = get_metric(setting.metric)
     params = metric.resolve_params(setting.params)
+    heldout = setting.selection == "heldout"  # every score is then on a half of the samples it reads
     if metric.validate is not None:
-        metric.validate(n, params)
+        try:
+            metric.validate(n // 2 if heldout else n, params)
+        except UserError as exc:
+            if not heldout:
+                raise
+            raise UserError(f"its held-out selection scores halves of {n // 2} samples, too few: {exc}") from None
     if setting.n_ci > 0:
         size = round(setting.ci_fraction * n)
         if not 2 <= size <= n - 1:
             raise UserError(f"ci_fraction={setting.ci_fraction} gives interval subsets of {size} samples; "
                             "expected 2 <= m <= N - 1")
+        scored = size // 2 if heldout else size
         if metric.validate is not None:
             try:
-                metric.validate(size, params)
+                metric.validate(scored, params)
             except UserError as exc:
-                raise UserError(f"its interval subsets of {size} samples are too small: {exc}") from None
+                raise UserError(f"its interval subsets of {size} samples are too small"
+                                f"{' (halves of ' + str(scored) + ')' if heldout else ''}: {exc}") from None
 
 
 def check_limit(settings: list[Setting], limit: int | None, flag: str = "--limit") -> None:

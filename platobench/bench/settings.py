@@ -66,7 +66,7 @@ class Setting(BaseModel):
     metric: str
     params: dict[str, Any] = Field(default_factory=dict)
     preprocess: str = "none"  # a mode of platobench.metrics.preprocess
-    selection: str = "best"  # grammar: platobench.metrics.selection (best | last | fixed:i,j | i,j)
+    selection: str = "best"  # grammar: platobench.metrics.selection (best | heldout | last | fixed:i,j | i,j)
     n_perm: int = Field(default=100, ge=0, description="permutation-null draws (0: no null)")
     n_ci: int = Field(default=50, ge=0, description="subsamples for the confidence interval (0: none)")
     ci_fraction: float = Field(default=0.5, gt=0, lt=1)

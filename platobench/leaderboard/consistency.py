@@ -1,7 +1,9 @@
 """What a record's own numbers must agree on, before anything ranks it.
 
 A record is a file anyone can edit. These rules need no features and no recomputation, only the record:
-- the score is the grid cell at the chosen layers (cells are stored rounded to 8 decimals);
+- the score is the grid cell at the chosen layers (cells are stored rounded to 8 decimals); for a held-out
+  selection (platobench/metrics/heldout.py) the mean of its two folds' held-out scores, and its in-sample
+  scores those its folds and grid state;
 - the interval contains the score (lo <= score <= hi) and its level lies in (0, 1);
 - the calibrated score follows from the score and the null: paired records (score - null mean) /
   (perfect - null mean), `perfect` the metric's best value (platobench.metrics.stats.calibrated_score);
@@ -58,7 +60,9 @@ def inconsistencies(record: ResultRecord) -> list[str]:
     if not math.isfinite(record.score):
         problems.append(f"score {record.score} is not a finite number")
         return problems
-    if record.grid is not None and record.layers is not None:
+    if record.metric.selection == "heldout":  # platobench.metrics.selection.HELDOUT (which imports torch)
+        problems += _heldout_problems(record)
+    elif record.grid is not None and record.layers is not None:
         i, j = record.layers
         cell = record.grid[i][j]
         if cell is None or abs(cell - record.score) > GRID_ROUNDING:
@@ -84,6 +88,36 @@ def inconsistencies(record: ResultRecord) -> list[str]:
         if (stated is None) != (expected is None) or (
                 stated is not None and expected is not None and abs(stated - expected) > CALIBRATED_TOL):
             problems.append(f"calibrated score {stated} does not follow from the score and the null (expected {expected})")
+    return problems
+
+
+def _heldout_problems(record: ResultRecord) -> list[str]:
+    """A held-out selection's record (platobench/metrics/heldout.py): its score is the mean of its two folds'
+    held-out scores, its layers are those of the first fold, and the in-sample scores are the mean of the
+    folds' (`in_sample`) and the full grid's cell at `full_grid_best.layers`."""
+    details = record.details.get("heldout_selection")
+    try:
+        folds = details["folds"]
+        scores = [float(f["score"]) for f in folds]
+        inside = [float(f["in_sample"]) for f in folds]
+        first = [int(v) for v in folds[0]["layers"]]
+        in_sample = float(details["in_sample"])
+        best = details["full_grid_best"]
+        best_score, (bi, bj) = float(best["score"]), (int(v) for v in best["layers"])
+    except (KeyError, TypeError, ValueError, IndexError):
+        return ["a held-out selection record needs details.heldout_selection with two folds (layers, score, "
+                "in_sample), in_sample and full_grid_best (score, layers)"]
+    problems = []
+    if len(folds) != 2 or abs(sum(scores) / 2 - record.score) > DRAWS_TOL:
+        problems.append(f"score {record.score:.8g} is not the mean of its held-out folds' scores {scores}")
+    if len(folds) == 2 and abs(sum(inside) / 2 - in_sample) > DRAWS_TOL:
+        problems.append(f"in_sample {in_sample:.8g} is not the mean of its folds' in-sample scores {inside}")
+    if record.layers is None or list(record.layers) != first:
+        problems.append(f"layers {record.layers} are not the first fold's layers {first}")
+    if record.grid is not None:
+        cell = record.grid[bi][bj] if 0 <= bi < len(record.grid) and 0 <= bj < len(record.grid[bi]) else None
+        if cell is None or abs(cell - best_score) > GRID_ROUNDING:
+            problems.append(f"full_grid_best {best_score:.8g} is not the grid cell at its layers ({bi}, {bj}): {cell}")
     return problems
 
 

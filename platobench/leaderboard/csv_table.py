@@ -11,7 +11,7 @@ from typing import Any
 from platobench.files.atomic import atomic_write_text
 from platobench.leaderboard.baselines import PairedVerdict, is_baseline
 from platobench.leaderboard.boards import Board, family
-from platobench.leaderboard.notes import top5_of
+from platobench.leaderboard.notes import in_sample_of, top5_of
 from platobench.leaderboard.order import modality_label
 from platobench.leaderboard.safe_text import csv_cell
 from platobench.results import ResultRecord
@@ -19,7 +19,7 @@ from platobench.results import ResultRecord
 CSV_COLUMNS = (
     "setting", "modalities", "dataset", "n", "dataset_fingerprint", "rank", "x", "y", "x_input", "y_input",
     "x_family", "y_family", "x_kind", "y_kind", "is_baseline", "verdict", "verdict_p_holm", "verdict_control", "metric", "higher_is_better", "score",
-    "top5", "chance_top5", "calibrated", "ci_lo", "ci_hi", "ci_level", "p_value", "null_mean", "chance", "layer_x", "layer_y",
+    "in_sample_best", "top5", "chance_top5", "calibrated", "ci_lo", "ci_hi", "ci_level", "p_value", "null_mean", "chance", "layer_x", "layer_y",
     "last_layer_score", "params_x_m", "params_y_m", "schema_version", "platobench_version",
     "git_sha", "created",
 )
@@ -38,7 +38,7 @@ def board_row(rank: int | None, r: ResultRecord, verdict: str = "", paired: Pair
         "verdict_p_holm": None if paired is None else paired.p_holm,
         "verdict_control": None if paired is None else paired.binding,
         "metric": r.metric.id, "higher_is_better": r.metric.higher_is_better, "score": r.score,
-        "top5": top5, "chance_top5": chance_top5,
+        "in_sample_best": in_sample_of(r), "top5": top5, "chance_top5": chance_top5,
         "calibrated": r.calibrated,
         "ci_lo": None if r.ci is None else r.ci.lo, "ci_hi": None if r.ci is None else r.ci.hi,
         "ci_level": None if r.ci is None else r.ci.level, "p_value": None if r.null is None else r.null.p_value,

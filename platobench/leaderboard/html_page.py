@@ -44,6 +44,8 @@ from platobench.leaderboard.notes import (
     PARAMS_RULE,
     TIE_RULE,
     fmt_p,
+    has_in_sample,
+    in_sample_of,
     p_floor_sentence,
     top5_of,
     zeroshot_sentence,
@@ -54,7 +56,7 @@ from platobench.results import ResultRecord
 
 COLUMNS = [  # key, header, kind ("num" sorts numerically, "text" alphabetically)
     ("rank", "rank", "num"), ("x", "language model", "text"), ("y", "vision model", "text"),
-    ("score", "score", "num"), ("top5", "top-5 (chance)", "num"), ("calibrated", "calibrated", "num"), ("ci", "CI", "num"), ("p", "p", "num"),
+    ("score", "score", "num"), ("in_sample", "in-sample best", "num"), ("top5", "top-5 (chance)", "num"), ("calibrated", "calibrated", "num"), ("ci", "CI", "num"), ("p", "p", "num"),
     ("null_mean", "null mean", "num"), ("chance", "chance", "num"), ("layers", "layers (L, V)", "text"),
     ("params_x", "params L", "num"), ("params_y", "params V", "num"),
     ("verdict", "verdict vs baselines", "text"),
@@ -68,7 +70,7 @@ def board_headers(board: Board) -> dict[str, str]:
     head_x, head_y = board.headers
     return {"x": head_x, "y": head_y, "layers": "layers (x, y)", "params_x": "params x", "params_y": "params y"}
 # Columns in the metric's units: their first click sorts best first (descending when higher is better).
-METRIC_COLUMNS = ("score", "top5", "calibrated", "ci", "null_mean", "chance")
+METRIC_COLUMNS = ("score", "in_sample", "top5", "calibrated", "ci", "null_mean", "chance")
 
 
 def first_directions(higher_is_better: bool) -> dict[str, str]:
@@ -107,14 +109,14 @@ def _row(row: Ranked, verdict: str = "") -> dict[str, Any]:
     top5 = top5_of(r)[0]
     cells = {
         "rank": row.label, "x": _name_cell(r.x.name),
-        "y": _name_cell(r.y.name), "score": fmt(r.score), "top5": fmt_top5(r), "calibrated": fmt(r.calibrated),
+        "y": _name_cell(r.y.name), "score": fmt(r.score), "in_sample": fmt(in_sample_of(r)), "top5": fmt_top5(r), "calibrated": fmt(r.calibrated),
         "ci": f"[{r.ci.lo:.3f}, {r.ci.hi:.3f}]" if r.ci is not None else MISSING, "p": fmt_p(r.null),
         "null_mean": fmt(null_mean), "chance": fmt(r.chance), "layers": layers,
         "params_x": fmt_params(r.x.params_m, r.x.name),
         "params_y": fmt_params(r.y.params_m, r.y.name), "verdict": esc(verdict),
     }
     sort = {
-        "rank": row.rank, "x": r.x.name, "y": r.y.name, "score": _num(r.score), "top5": _num(top5),
+        "rank": row.rank, "x": r.x.name, "y": r.y.name, "score": _num(r.score), "in_sample": _num(in_sample_of(r)), "top5": _num(top5),
         "calibrated": _num(r.calibrated), "ci": _num(ci_end), "p": _num(p), "null_mean": _num(null_mean),
         "chance": _num(r.chance), "layers": layers if r.layers is not None else None, "params_x": _num(r.x.params_m),
         "params_y": _num(r.y.params_m), "verdict": verdict or None,
@@ -189,7 +191,8 @@ def render(boards: list[Board], records: list[ResultRecord], paper: list[dict[st
         "columns": COLUMNS,
         "boards": [
             {"id": f"board-{i}", "first": first_directions(b.first.metric.higher_is_better), "headers": board_headers(b),
-             "hide": [] if record_kind(b.first.kind).top5 else ["top5"],
+             "hide": [*([] if record_kind(b.first.kind).top5 else ["top5"]),
+                      *([] if has_in_sample([row.record for row in b.rows]) else ["in_sample"])],
              "rows": [_row(row, got.get(row.record.pair_id, "")) for row in b.rows]}
             for i, b in enumerate(boards) for got in [b.verdicts]
         ],

@@ -32,6 +32,8 @@ from platobench.leaderboard.notes import (
     PARAMS_RULE,
     TIE_RULE,
     fmt_p,
+    has_in_sample,
+    in_sample_of,
     p_floor_sentence,
     zeroshot_sentence,
 )
@@ -142,12 +144,14 @@ def readme(boards: list[Board], records: list[ResultRecord], paper: list[dict[st
         head_x, head_y = board.headers
         params_head = "params (L / V)" if board.modalities == DEFAULT_MODALITIES else "params (x / y)"
         top5 = record_kind(board.first.kind).top5  # a zero-shot board shows top-5 beside its top-1 score
+        inside = has_in_sample([row.record for row in board.rows])  # held-out selection: its in-sample best too
         lines += _md_table(
-            ["rank", head_x, head_y, "score", *(["top-5 (chance)"] if top5 else []), "calibrated", "CI", "p",
+            ["rank", head_x, head_y, "score", *(["in-sample best"] if inside else []),
+             *(["top-5 (chance)"] if top5 else []), "calibrated", "CI", "p",
              "null mean", "chance", "layers", params_head, "verdict"],
             [[
                 row.label, model_cell(r.x.name), model_cell(r.y.name), fmt(r.score),
-                *([fmt_top5(r)] if top5 else []), fmt(r.calibrated),
+                *([fmt(in_sample_of(r))] if inside else []), *([fmt_top5(r)] if top5 else []), fmt(r.calibrated),
                 fmt_ci(r), fmt_p(r.null), fmt(r.null.mean if r.null else None),
                 fmt(r.chance), fmt_layers(r),
                 f"{fmt_params(r.x.params_m, r.x.name)} / {fmt_params(r.y.params_m, r.y.name)}",

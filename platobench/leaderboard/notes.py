@@ -76,6 +76,22 @@ def top5_of(record: ResultRecord) -> tuple[float | None, float | None]:
     return number(top5.get("mean") if isinstance(top5, dict) else None), number(record.details.get("chance_top5"))
 
 
+def in_sample_of(record: ResultRecord) -> float | None:
+    """A held-out selection's in-sample best (`details.heldout_selection.in_sample`: the mean of its halves'
+    best-of-grid scores, at the score's N), None for other records or unless a finite number."""
+    if record.metric.selection != "heldout":
+        return None
+    held = record.details.get("heldout_selection")
+    value = held.get("in_sample") if isinstance(held, dict) else None
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return float(value) if ok else None
+
+
+def has_in_sample(records: Sequence[ResultRecord]) -> bool:
+    """Whether a board shows the in-sample column: some of its records use held-out layer selection."""
+    return any(r.metric.selection == "heldout" for r in records)
+
+
 def zeroshot_sentence(records: Sequence[ResultRecord]) -> str | None:
     """What the score and CI of zero-shot rows mean, and that a row of zeros is a measured zero: the score
     is a top-1 accuracy over the C classes matched, averaged over seeded image subsamples, and the CI is

@@ -31,9 +31,11 @@ import numpy as np
 import torch
 
 from platobench.metrics.api import summarize_layers
+from platobench.metrics.heldout import HalfSplit
+from platobench.metrics.preprocess import LayerStack
 from platobench.metrics.registry import get_metric
 from platobench.metrics.resampling import t_quantile
-from platobench.metrics.selection import select, select_index
+from platobench.metrics.selection import HELDOUT, select, select_index
 from platobench.metrics.stats import chance_level, permutation_null, subsample_ci
 
 
@@ -109,8 +111,19 @@ class Case:
     frac: float = 0.5
     scheme: str | None = None  # None: the metric's own `Metric.interval`
 
-    def score(self, xs: Any, ys: Any) -> float:
+    @property
+    def key(self) -> str:
+        """How `--cases` names it: the metric id, "/estimator" for CKA, "@heldout" for a held-out selection."""
+        estimator = self.params.get("estimator")
+        return self.metric + (f"/{estimator}" if estimator else "") + ("@heldout" if self.selection == HELDOUT else "")
+
+    def score(self, xs: Any, ys: Any, seed: int = 0) -> float:
+        """The selected score of one dataset (`seed`: the halves of a held-out selection)."""
         m = get_metric(self.metric)
+        if self.selection == HELDOUT:
+            stacks = LayerStack(xs, "Xs"), LayerStack(ys, "Ys")
+            return HalfSplit.of(self.metric, stacks, len(xs[0]), seed=seed, preprocess=self.preprocess,
+                                **self.params).cross_fit().score
         grid = summarize_layers(self.metric, xs, ys, preprocess=self.preprocess, **self.params).grid()
         return select(grid, self.selection, m.higher_is_better).score
 
@@ -122,6 +135,9 @@ CASES = (
     Case("CKA, unbiased", "cka", {"kernel": "linear", "estimator": "unbiased"}, "best", "none", 50),
     Case("CKA, biased", "cka", {"kernel": "linear", "estimator": "biased"}, "best", "none", 50),
     Case("held-out rotation residual", "rotation_residual_heldout", {}, "last", "prh", 20),
+    Case("mutual kNN, held-out selection", "mutual_knn", {"k": 10}, HELDOUT, "prh", 100),
+    Case("CKA, unbiased, held-out selection", "cka", {"kernel": "linear", "estimator": "unbiased"}, HELDOUT, "none",
+         50),
 )
 
 
@@ -144,7 +160,7 @@ def known_value(case: Case, pop: Population, n: int, truth_draws: int, seed: int
     the metric's estimand is the population value (preprocess "none"), else the Monte Carlo mean of the
     selected score over `truth_draws` datasets of n samples."""
     m = get_metric(case.metric)
-    if m.estimand_for(m.resolve_params(case.params)) == "population":
+    if m.estimand_for(m.resolve_params(case.params), case.selection) == "population":
         if case.metric != "cka" or case.params.get("kernel", "linear") != "linear" or case.preprocess != "none":
             raise ValueError(f"no closed-form population value for {case.label} with preprocess {case.preprocess!r}")
         grid = pop.linear_cka()
@@ -187,7 +203,7 @@ def coverage(case: Case, pop: Population, n: int, datasets: int, *, truth_draws:
         below += truth.value < lo
         above += truth.value > hi
         widths.append((hi - lo) / 2)
-        scores.append(case.score(xs, ys))
+        scores.append(case.score(xs, ys, seed=d))
         if progress:
             print(f"\r{case.label} {pop.name} N={n}: {d + 1}/{datasets}", end="", file=sys.stderr, flush=True)
     if progress:
@@ -263,8 +279,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     ap.add_argument("--datasets", type=int, default=200, help="datasets per coverage cell (default 200; 0: only the null column)")
     ap.add_argument("--n", type=int, nargs="+", default=[256, 644], help="sample counts (default 256 644)")
-    ap.add_argument("--cases", nargs="+", default=[c.metric + ("/" + c.params["estimator"] if "estimator" in c.params else "") for c in CASES],
-                    help="metric ids (cka/unbiased, cka/biased for the two CKA estimators)")
+    ap.add_argument("--cases", nargs="+", default=[c.key for c in CASES], choices=[c.key for c in CASES],
+                    metavar="CASE", help="metric ids (cka/unbiased, cka/biased for the two CKA estimators; a suffix "
+                    f"@heldout for held-out layer selection): {', '.join(c.key for c in CASES)}")
     ap.add_argument("--populations", nargs="+", default=["distinct", "flat"], choices=POPULATION_KINDS[:2])
     ap.add_argument("--truth-draws", type=int, default=400, help="datasets behind a Monte Carlo known value")
     ap.add_argument("--scheme", choices=("jackknife", "subsample"), help="resample every case this way instead of "
@@ -277,8 +294,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     torch.set_num_threads(1)
     cases = []
     for spec in args.cases:
-        metric, _, estimator = spec.partition("/")
-        case = next(c for c in CASES if c.metric == metric and c.params.get("estimator", "") == estimator)
+        case = next(c for c in CASES if c.key == spec)
         cases.append(dataclasses.replace(case, scheme=args.scheme, frac=args.frac or case.frac))
     print("| statistic | population | N | known value | coverage (±SE) | truth below lo / above hi | "
           "mean se / sd of score | null rejection at .05 | s |")

@@ -118,8 +118,12 @@ class Metric:
         if not callable(self.estimand) and self.estimand not in ESTIMANDS:
             raise ValueError(f"metric {self.id!r}: estimand {self.estimand!r} is not one of {sorted(ESTIMANDS)}")
 
-    def estimand_for(self, params: dict[str, Any]) -> str:
-        """What the interval of the score with these resolved parameters is for (a key of `ESTIMANDS`)."""
+    def estimand_for(self, params: dict[str, Any], selection: str | tuple[int, int] | None = None) -> str:
+        """What the interval of the score with these resolved parameters is for (a key of `ESTIMANDS`). A
+        held-out selection's score (`selection` "heldout") is the mean of cells chosen on random halves, scored
+        on halves: its interval is for its expected value at this N whatever the metric's own estimand."""
+        if selection == "heldout":
+            return "expected_at_n"
         value = self.estimand(params) if callable(self.estimand) else self.estimand
         if value not in ESTIMANDS:
             raise ValueError(f"metric {self.id!r}: estimand {value!r} is not one of {sorted(ESTIMANDS)}")

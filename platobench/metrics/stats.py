@@ -13,6 +13,10 @@ Procrustes residual, whose split is tied to sample positions) re-summarises Y[pe
               1 - obs / mean, the share of the chance-level residual that the alignment removes.
               0 = chance, 1 = perfect alignment, for both directions.
 
+Held-out layer selection ("heldout", platobench/metrics/heldout.py): the observed score cross-fits two
+halves of the samples; the null shuffles the pairing within each half and cross-fits inside every draw;
+each interval subset is split in halves and cross-fitted the same way.
+
 Confidence interval (`subsample_ci`): B scores of the selected layer pair on subsets of the samples
 (without replacement: the bootstrap duplicates samples, a duplicate is its own exact nearest neighbour in
 both models and an identical Gram row, so kNN overlap and CKA would be inflated), the same selection rule
@@ -50,10 +54,11 @@ from tqdm.auto import tqdm
 
 from platobench.errors import UserError
 from platobench.metrics.api import LayerSummaries, summarize_layers
+from platobench.metrics.heldout import HalfSplit
 from platobench.metrics.preprocess import LayerStack, RowSubset, prepared_layers
 from platobench.metrics.registry import INTERVAL_SCHEMES, Metric, get_metric
 from platobench.metrics.resampling import subset_se, t_quantile
-from platobench.metrics.selection import Selection, reduce_grids, select, select_index
+from platobench.metrics.selection import HELDOUT, Selection, reduce_grids, select, select_index
 from platobench.metrics.validation import DegenerateFeaturesError, check_fraction, check_int
 
 #: Whether nulls and intervals show a progress bar when not told (`progress=None`); set by `draw_bars`.
@@ -152,6 +157,29 @@ def _restrict(s: LayerSummaries, index: tuple[int, int] | None) -> LayerSummarie
     return LayerSummaries(s.metric, s.params, s.n, [s.x[index[0]]], [s.y[index[1]]], s.labels)
 
 
+def _fixed_or_best_null(m: Metric, summaries: LayerSummaries, Ys: Any, selection: str | tuple[int, int],
+                        preprocess: str, gen: torch.Generator, draws: Iterator[int], values: torch.Tensor) -> Selection:
+    """Fill `values` with the null draws of a "best", "last" or fixed selection; returns the observed one."""
+    grid = summaries.grid()
+    chosen = select(grid, selection, m.higher_is_better)
+    fixed = select_index(tuple(grid.shape), selection)
+    base = _restrict(summaries, fixed)
+    permute = m.extra.get("permute")
+    stack_y = _stack(Ys, "Ys") if permute is None else None
+    reduce_as = "best" if fixed is None else (0, 0)
+    for b in draws:
+        perm = torch.randperm(summaries.n, generator=gen)
+        if permute is not None:
+            g = base.grid(perm=perm)
+        else:
+            ys = prepared_layers(LayerStack(RowSubset(stack_y, perm), "Ys"), preprocess,
+                                 None if fixed is None else [fixed[1]])
+            summarize_y = m.summarize_y or m.summarize_x
+            g = LayerSummaries(m, base.params, base.n, base.x, [summarize_y(y, base.params) for y in ys], base.labels).grid()
+        values[b] = reduce_grids(g[None], reduce_as, m.higher_is_better)[0]
+    return chosen
+
+
 def permutation_null(
     metric: str,
     Xs: Any,
@@ -162,15 +190,18 @@ def permutation_null(
     seed: int = 0,
     preprocess: str = "none",
     summaries: LayerSummaries | None = None,
+    split: HalfSplit | None = None,
     progress: bool | None = None,
     **params: Any,
 ) -> NullResult:
     """Permutation null of the selected score of metric(Xs, Ys) (layer stacks as in `layer_grid`).
 
-    selection: "best" (best pair, taken inside every draw), "last" or "i,j" / (i, j).
+    selection: "best" (best pair, taken inside every draw), "heldout" (the pairing shuffled within each
+        half of `platobench.metrics.heldout.halves`, cross-fitted inside every draw), "last" or "i,j" / (i, j).
     n_perm: number of shuffles B >= 1; seed: torch.Generator seed of the shuffles.
     summaries: optionally, `summarize_layers(metric, Xs, Ys, preprocess=..., **params)` already
         computed by the caller for the observed grid, so that the per-layer work is not redone.
+    split: for "heldout", `HalfSplit.of(metric, stacks, N, seed=seed, ...)` already computed by the caller.
     progress: a progress bar over the draws (None: as `draw_bars` says). Each draw is reduced to its
         selected score at once, so memory does not grow with B x the grid.
     """
@@ -182,25 +213,17 @@ def permutation_null(
         raise UserError(f"summaries were computed for {summaries.metric.id} {summaries.params}, "
                         f"not for {metric} with parameters {params}")
     m = summaries.metric
-    grid = summaries.grid()
-    chosen = select(grid, selection, m.higher_is_better)
-    fixed = select_index(tuple(grid.shape), selection)
-    base = _restrict(summaries, fixed)
     gen = torch.Generator().manual_seed(seed)
-    permute = m.extra.get("permute")
-    stack_y = _stack(Ys, "Ys") if permute is None else None
-    reduce_as = "best" if fixed is None else (0, 0)
     values = torch.empty(n_perm, dtype=torch.float64)
-    for b in _draws(range(n_perm), n_perm, f"null {m.id}", progress):
-        perm = torch.randperm(summaries.n, generator=gen)
-        if permute is not None:
-            g = base.grid(perm=perm)
-        else:
-            ys = prepared_layers(LayerStack(RowSubset(stack_y, perm), "Ys"), preprocess,
-                                 None if fixed is None else [fixed[1]])
-            summarize_y = m.summarize_y or m.summarize_x
-            g = LayerSummaries(m, base.params, base.n, base.x, [summarize_y(y, base.params) for y in ys], base.labels).grid()
-        values[b] = reduce_grids(g[None], reduce_as, m.higher_is_better)[0]
+    draws = _draws(range(n_perm), n_perm, f"null {m.id}", progress)
+    if selection == HELDOUT:
+        split = split or HalfSplit.of(metric, (_stack(Xs, "Xs"), _stack(Ys, "Ys")), summaries.n, seed=seed,
+                                      preprocess=preprocess, **params)
+        chosen = split.cross_fit().selection()
+        for b in draws:
+            values[b] = split.permuted_value(gen)
+    else:
+        chosen = _fixed_or_best_null(m, summaries, Ys, selection, preprocess, gen, draws, values)
     obs = chosen.score
     exceed = (values >= obs) if m.higher_is_better else (values <= obs)
     mean = float(values.mean())
@@ -281,12 +304,14 @@ def subset_draws(
     seed: int = 0,
     preprocess: str = "none",
     summaries: LayerSummaries | None = None,
+    split: HalfSplit | None = None,
     progress: bool | None = None,
     scheme: str | None = None,
     **params: Any,
 ) -> SubsetDraws:
     """The selected score on each of B subsets of the samples, drawn as the metric declares (module
-    docstring; arguments as in `subsample_ci`). The subsets depend only on (seed, N, scheme, B, size):
+    docstring; arguments as in `subsample_ci`; `split`: for "heldout", the full sample's `HalfSplit`
+    when already computed). The subsets depend only on (seed, N, scheme, B, size):
     every pair scored under one setting on one sample set is scored on the same subsets, so their
     subset scores pair (platobench/metrics/resampling.py)."""
     n_sub = check_int(n_sub, "n_sub", 2)
@@ -294,19 +319,29 @@ def subset_draws(
     seed = check_int(seed, "seed", 0)
     full = summaries if summaries is not None else summarize_layers(metric, Xs, Ys, preprocess=preprocess, **params)
     m = full.metric
-    grid = full.grid()
-    obs = select(grid, selection, m.higher_is_better).score
-    fixed = select_index(tuple(grid.shape), selection)
+    n = full.n
+    stacks = _stack(Xs, "Xs"), _stack(Ys, "Ys")
+    heldout = selection == HELDOUT
+    if heldout:
+        split = split or HalfSplit.of(metric, stacks, n, seed=seed, preprocess=preprocess, **params)
+        obs = split.cross_fit().score
+        fixed = None
+    else:
+        grid = full.grid()
+        obs = select(grid, selection, m.higher_is_better).score
+        fixed = select_index(tuple(grid.shape), selection)
     only = {} if fixed is None else {"x_layers": [fixed[0]], "y_layers": [fixed[1]]}
     sub_selection = selection if fixed is None else (0, 0)
-    n = full.n
     scheme = scheme or m.interval
     subsets = interval_subsets(metric, n, n_sub=n_sub, frac=frac, seed=seed, scheme=scheme)
     size = len(subsets[0])
-    stacks = _stack(Xs, "Xs"), _stack(Ys, "Ys")
     scores = []
     for idx in _draws(iter(subsets), n_sub, f"interval {m.id}", progress):
         try:
+            if heldout:  # each subset split in halves and cross-fitted as the full sample is
+                scores.append(HalfSplit.of(metric, stacks, n, seed=seed, preprocess=preprocess, within=idx,
+                                           **params).cross_fit().score)
+                continue
             sub = summarize_layers(
                 metric, RowSubset(stacks[0], idx), RowSubset(stacks[1], idx), preprocess=preprocess, **only, **params
             )

@@ -176,6 +176,11 @@ def test_probe_refuses_a_zeroshot_setting(home: Path) -> None:
         platobench.AlignmentProbe(VISION, setting="zs-tuxpaint")
 
 
+def test_probe_refuses_a_heldout_selection(home: Path) -> None:
+    with pytest.raises(UserError, match="selects its layers held out"):
+        platobench.AlignmentProbe(VISION, setting="demo-mknn-ho")
+
+
 def test_callback_measures_every_n_steps_in_eval_mode(home: Path, seeded: tuple[Path, Path], record) -> None:  # noqa: ANN001
     from transformers import TrainerControl, TrainerState
 

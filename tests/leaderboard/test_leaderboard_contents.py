@@ -12,7 +12,14 @@ from bench_fixtures import make_record
 
 from platobench import leaderboard as lb
 from platobench.leaderboard import csv_table, html_page
-from platobench.leaderboard.notes import NOT_APPLICABLE, UNKNOWN, fmt_p, top5_of, zeroshot_sentence
+from platobench.leaderboard.notes import (
+    NOT_APPLICABLE,
+    UNKNOWN,
+    fmt_p,
+    in_sample_of,
+    top5_of,
+    zeroshot_sentence,
+)
 from platobench.leaderboard.order import setting_key
 from platobench.results import IntervalRef, MetricRef, NullRef
 
@@ -103,6 +110,32 @@ def test_zero_shot_boards_show_top5_with_its_chance_and_no_other_board_does():
     page = html_page.render(lb.build_boards(records), records, [], {})
     payload = json.loads(re.search(r'id="pb-data">(.*?)</script>', page, re.DOTALL).group(1))
     hide = {b["rows"][0]["cells"]["score"]: b["hide"] for b in payload["boards"]}
-    assert sorted(map(tuple, hide.values())) == [(), ("top5",)]
+    assert sorted(map(tuple, hide.values())) == [("in_sample",), ("top5", "in_sample")]
     rows = {r["x"]: r for r in csv.DictReader(io.StringIO(csv_table.csv_text(lb.build_boards(records))))}
     assert (rows["demo/minilm-l6"]["top5"], rows["demo/minilm-l6"]["chance_top5"]) in {("0.7", "0.625")}
+
+
+def test_a_heldout_board_shows_its_in_sample_best_beside_the_ranked_score():
+    """A held-out selection's board ranks its held-out score and shows `details.heldout_selection.in_sample`
+    beside it (markdown, page and csv); other boards do not show the column, and a forged value shows as
+    missing."""
+    held = _kind("p-ho", "paired", "mutual_knn", 0.2)
+    held = held.model_copy(update={
+        "metric": held.metric.model_copy(update={"selection": "heldout"}),
+        "details": {"heldout_selection": {"in_sample": 0.25}}})
+    forged = held.model_copy(update={"x": held.x.model_copy(update={"name": "demo/minilm-l3"}), "score": 0.1,
+                                     "details": {"heldout_selection": {"in_sample": "0.9"}}})
+    best = _kind("p-best", "paired", "mutual_knn", 0.3)
+    records = [held, forged, best]
+    assert in_sample_of(held) == 0.25 and in_sample_of(forged) is None and in_sample_of(best) is None
+    text = lb.readme(lb.build_boards(records), records, [], {})
+    ho_table, best_table = text.split("## p-ho")[1].split("## ")[0], text.split("## p-best")[1].split("## ")[0]
+    assert "| in-sample best |" in ho_table and "| 0.200 | 0.250 |" in ho_table and "| 0.100 | missing |" in ho_table
+    assert "in-sample" not in best_table
+    page = html_page.render(lb.build_boards(records), records, [], {})
+    payload = json.loads(re.search(r'id="pb-data">(.*?)</script>', page, re.DOTALL).group(1))
+    hide = {b["rows"][0]["cells"]["score"]: b["hide"] for b in payload["boards"]}
+    assert hide == {"0.200": ["top5"], "0.300": ["top5", "in_sample"]}
+    rows = list(csv.DictReader(io.StringIO(csv_table.csv_text(lb.build_boards(records)))))
+    assert {(r["setting"], r["x"]): r["in_sample_best"] for r in rows} == {
+        ("p-ho", "demo/minilm-l6"): "0.25", ("p-ho", "demo/minilm-l3"): "", ("p-best", "demo/minilm-l6"): ""}

@@ -134,7 +134,7 @@ def _cells() -> list:
             marks = [pytest.mark.calibration]
             if why:
                 marks.append(pytest.mark.xfail(strict=True, reason=why))
-            out.append(pytest.param(case, n, marks=marks, id=f"{case.metric}-{case.params.get('estimator', '')}-{n}"))
+            out.append(pytest.param(case, n, marks=marks, id=f"{case.key}-{n}"))
     return out
 
 
@@ -148,7 +148,7 @@ def test_interval_covers_its_estimand(case: Case, n: int):
 
 
 @pytest.mark.calibration
-@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c.metric}-{c.params.get('estimator', '')}")
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.key)
 def test_permutation_test_keeps_its_size(case: Case):
     torch.set_num_threads(1)
     size = null_size(case, 256, DATASETS)
