@@ -120,8 +120,10 @@ class PairedProtocol(Protocol):
         from platobench.metrics.registry import get_metric
 
         cells, layers = (shape[0] * shape[1], shape[0] + shape[1]) if fixed is None else (1, 2)
+        # a held-out selection resamples half-subsets (platobench.metrics.stats.interval_scheme)
+        scheme = "subsample" if setting.selection == "heldout" else get_metric(setting.metric).interval
         return paired_cost(label, setting.metric, len(inputs.dataset), cells, layers, max(widths, default=None),
-                           setting.n_perm, setting.n_ci, setting.ci_fraction, get_metric(setting.metric).interval)
+                           setting.n_perm, setting.n_ci, setting.ci_fraction, scheme)
 
 
 class ZeroshotProtocol(Protocol):

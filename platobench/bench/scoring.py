@@ -190,7 +190,7 @@ def _paired_record(
         )
         lo, hi = draws.interval(setting.ci_level)
         ci = IntervalRef(
-            lo=lo, hi=hi, level=setting.ci_level, method=interval_method(setting.metric, setting.n_ci, setting.ci_fraction),
+            lo=lo, hi=hi, level=setting.ci_level, method=interval_method(setting.metric, setting.n_ci, setting.ci_fraction, draws.scheme),
             estimand=metric.estimand_for(params, sel), scheme=draws.scheme, subset_size=draws.size,
             draws=draws.scores.tolist(),
         )

@@ -14,7 +14,8 @@ The split depends only on (seed, N) (`halves`), through a stream of its own, so 
 one sample set is split alike, and the permutation null and the interval's subsets (drawn from the same
 seed) are not the same draws. The null (`stats.permutation_null`) shuffles the pairing within each half (a
 subgroup of the permutations of N samples, so under independence the test stays exact) and cross-fits
-inside every draw; each interval subset (`stats.subset_draws`) is split and cross-fitted the same way.
+inside every draw; each interval subset (`stats.subset_draws`) keeps every sample in its half and is
+cross-fitted the same way.
 """
 
 from __future__ import annotations
@@ -107,10 +108,13 @@ class HalfSplit:
     @classmethod
     def of(cls, metric: str, stacks: tuple[LayerStack, LayerStack], n: int, *, seed: int, preprocess: str,
            within: torch.Tensor | None = None, **params: Any) -> HalfSplit:
-        """Split the samples `within` (indices into the stacks' `n` rows; None: all) by
-        `halves(len(within), seed)` and summarise both halves."""
-        parts = halves(n if within is None else len(within), seed)
-        rows = parts if within is None else (within[parts[0]], within[parts[1]])
+        """Split the stacks' `n` rows by `halves(n, seed)` and summarise both halves; with `within` (sorted
+        indices of a subset of the rows), each half keeps its samples that lie in the subset: a sample stays
+        in its half in every subset, so a subset's score differs from the full sample's only by the samples
+        it leaves out (not by a new random split, which would add the split's own noise to every subset and
+        inflate a jackknife's spread (B - 1)-fold)."""
+        parts = halves(n, seed)
+        rows = parts if within is None else tuple(p[torch.isin(p, within)] for p in parts)
         summaries = tuple(
             summarize_layers(metric, RowSubset(stacks[0], r), RowSubset(stacks[1], r), preprocess=preprocess, **params)
             for r in rows

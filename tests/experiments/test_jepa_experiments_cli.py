@@ -121,13 +121,23 @@ def test_scaling_quick_predicts_before_training_the_heldout_runs(tmp_path: Path,
             "--report", str(report), "--json"]
     assert cli.main(argv) == 0
     summary = json.loads(capsys.readouterr().out)
-    assert summary["law"]["n_points"] == 3 * 4 and summary["comparison"]["pairs"] == 4
+    # two fit shares x two fit seeds x four snapshots; one held-out share x two held-out seeds
+    assert summary["law"]["n_points"] == 2 * 2 * 4 and summary["comparison"]["pairs"] == 4
     predictions = report / "jepa-scaling-predictions.json"
     written = json.loads(predictions.read_text())
-    assert [p["p_good"] for p in written["predictions"]] == [0.25] * 4
-    heldout = [r for r in load_records(out) if r.details["jepa_scaling"]["role"] == "heldout"]
+    assert [p["p_good"] for p in written["predictions"]] == [0.5] * 4
+    records = load_records(out)
+    heldout = [r for r in records if r.details["jepa_scaling"]["role"] == "heldout"]
     assert len(heldout) == 2 * 4  # two seeds x four snapshots
+    assert {r.details["jepa_scaling"]["seed"] for r in heldout} == {2, 3}
+    assert {r.details["jepa_scaling"]["seed"] for r in records if r not in heldout} == {0, 1}
     record_files = list((out / "jepa-scaling-mknn").glob("*.json"))
-    first_heldout = min(f.stat().st_mtime_ns for f in record_files if "mix0.25" in f.name)
+    first_heldout = min(f.stat().st_mtime_ns for f in record_files if "mix0.5" in f.name)
     assert predictions.stat().st_mtime_ns < first_heldout  # the predictions were on disk first
     assert all(written["written_at"] <= r.created for r in heldout)
+    # the report is a function of the records: written again from them, byte for byte
+    from platobench.experiments.jepa.scaling import write_report
+
+    _, again = write_report(load_records(out), tmp_path / "again")
+    for path in again:
+        assert Path(path).read_bytes() == (report / Path(path).relative_to(tmp_path / "again")).read_bytes()

@@ -51,10 +51,15 @@ def test_compare_with_reruns_known_answer():
         {"role": "heldout", "p_good": 0.1, "examples": 128, "seed": 0, "misalignment": 0.5},
         {"role": "fit", "p_good": 0.5, "examples": 64, "seed": 0, "misalignment": 0.9},  # not held out
     ]
-    c = compare_with_reruns(points, law, (0, 1))
+    c = compare_with_reruns(points, law, (0, 1), fit_seeds=2)
     assert c["pairs"] == 1  # (0.1, 128) lacks its rerun
     assert c["law_rmse"] == pytest.approx(0.1) and c["rerun_rmse"] == pytest.approx(0.2)
-    assert c["as_accurate_as_a_rerun"] and c["law_over_rerun"] == pytest.approx(0.5)
+    # on the law's footing (fitted on 2 seeds): the mean of 2 reruns errs by sqrt(1.5 / 2) of one rerun's error
+    assert c["rerun_rmse_equal_footing"] == pytest.approx(0.2 * 0.75**0.5)
+    assert c["noise_floor"] == pytest.approx(0.2 / 2**0.5)
+    assert c["as_accurate_as_a_rerun"] and c["law_over_rerun"] == pytest.approx(0.1 / (0.2 * 0.75**0.5))
+    one = compare_with_reruns(points, law, (0, 1), fit_seeds=1)  # one fit seed: a rerun on the same footing
+    assert one["rerun_rmse_equal_footing"] == pytest.approx(0.2)
     # the constant predictor is the fit points' mean, 0.9: errors 0.5 and 0.3 -> RMSE sqrt(0.17)
     assert c["constant_rmse"] == pytest.approx((0.5**2 / 2 + 0.3**2 / 2) ** 0.5)
     assert c["beats_the_constant"]
@@ -67,3 +72,34 @@ def test_shares_grid_and_misalignment():
     with pytest.raises(UserError):
         parse_grid("0,0.5,1")
     assert misalignment(0.3, True) == pytest.approx(0.7) and misalignment(0.3, False) == 0.3
+
+
+def test_seeds_must_be_two_fit_seeds_and_two_new_heldout_seeds(tmp_path):
+    from platobench.experiments.jepa.scaling import ScalingConfig, check_grid
+
+    base = dict(train=None, fit_shares=[0.0, 1.0], heldout_shares=[0.5], examples=[64, 128, 256], vision=None,
+                setting=None, out=tmp_path / "o", report=tmp_path / "r")
+    check_grid(ScalingConfig(**base))
+    with pytest.raises(UserError, match=">= 2 distinct seeds"):
+        check_grid(ScalingConfig(**base, fit_seeds=(0,)))
+    with pytest.raises(UserError, match="may not be a fit seed"):
+        check_grid(ScalingConfig(**base, fit_seeds=(0, 1), heldout_seeds=(1, 2)))
+    with pytest.raises(UserError, match="two distinct seeds"):
+        check_grid(ScalingConfig(**base, heldout_seeds=(2, 2)))
+
+
+def test_points_come_in_one_order_whatever_the_records_order():
+    from platobench.experiments.jepa.scaling import points_of
+    from bench_fixtures import make_record
+
+    records = []
+    for role, p, seed, n, score in [("heldout", 0.5, 2, 64, 0.1), ("fit", 1.0, 1, 128, 0.2), ("fit", 0.0, 0, 64, 0.3),
+                                    ("fit", 1.0, 0, 64, 0.4)]:
+        r = make_record("s", "a/x", "b/y", score)
+        r.details["jepa_scaling"] = {"role": role, "p_good": p, "seed": seed, "examples_seen": n}
+        records.append(r)
+    records.append(make_record("s", "a/x", "b/z", 0.9))  # not a scaling record: left out
+    got = points_of(records)
+    assert [(q["role"], q["p_good"], q["seed"], q["examples"]) for q in got] == [
+        ("fit", 0.0, 0, 64), ("fit", 1.0, 0, 64), ("fit", 1.0, 1, 128), ("heldout", 0.5, 2, 64)]
+    assert points_of(records[::-1]) == got and got[0]["misalignment"] == pytest.approx(0.7)

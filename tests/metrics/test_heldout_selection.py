@@ -202,3 +202,21 @@ def test_the_score_command_applies_heldout_with_its_seed(tmp_path, capsys):
     assert out["chance"] == pytest.approx((5 / 44 + 5 / 44) / 2)
     assert main(args) == 0
     assert "each half of the N = 90 samples" in capsys.readouterr().out
+
+
+def test_a_subset_keeps_every_sample_in_its_half_and_resamples_half_subsets():
+    """An interval subset is cross-fitted on the full sample's halves restricted to it (a new random split
+    per subset would add the split's own noise to every subset score), and a held-out interval draws
+    half-subsets whatever the metric's own scheme (the grouped jackknife overstates the spread of a choice
+    that flips by jumps)."""
+    from platobench.metrics.stats import interval_scheme
+
+    xs, ys = _latent_layers(40, 12, (0.5, 1.5))
+    stacks = LayerStack(xs, "Xs"), LayerStack(ys, "Ys")
+    a, b = halves(40, 7)
+    within = torch.arange(0, 40, 3)
+    split = HalfSplit.of("cka", stacks, 40, seed=7, preprocess="none", within=within)
+    assert torch.equal(split.rows[0], a[torch.isin(a, within)]) and torch.equal(split.rows[1], b[torch.isin(b, within)])
+    assert interval_scheme("cka", "heldout") == "subsample" and interval_scheme("cka", "best") == "jackknife"
+    draws = subset_draws("cka", xs, ys, selection="heldout", n_sub=4, frac=0.5, seed=7)
+    assert draws.scheme == "subsample" and draws.size == 20
