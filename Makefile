@@ -45,6 +45,7 @@ demo: install  ## the main job on the offline demo (a slice of the offline board
 
 board: install  ## the whole offline board (every ladder model and baseline, both datasets): the committed records
 	$(PY) -m platobench run --pairs offline --settings offline --out results/offline
+	$(PY) -m platobench run --pairs offline --settings heldout --out results/offline
 	$(PY) -m platobench leaderboard --results results --out leaderboard
 
 bench: install  ## performance benchmarks (figures go to benchmarks/BENCHMARKS.md)

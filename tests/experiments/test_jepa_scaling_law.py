@@ -89,8 +89,9 @@ def test_seeds_must_be_two_fit_seeds_and_two_new_heldout_seeds(tmp_path):
 
 
 def test_points_come_in_one_order_whatever_the_records_order():
-    from platobench.experiments.jepa.scaling import points_of
     from bench_fixtures import make_record
+
+    from platobench.experiments.jepa.scaling import points_of
 
     records = []
     for role, p, seed, n, score in [("heldout", 0.5, 2, 64, 0.1), ("fit", 1.0, 1, 128, 0.2), ("fit", 0.0, 0, 64, 0.3),
