@@ -50,9 +50,12 @@ def test_curve_refuses_bad_options(capsys, extra, message):
         (["--shares", "0,1"], "--shares"),
         (["--shares", "0,1/1"], "must be new"),
         (["--shares", "0.5/0.2", "--examples", "64:1024:4"], ">= 2 fit shares"),
-        (["--run-seeds", "3,3"], "different seed"),
+        (["--heldout-seeds", "3,3"], "two distinct seeds"),
+        (["--heldout-seeds", "1,2"], "may not be a fit seed"),
+        (["--fit-seeds", "1"], ">= 2 distinct seeds"),
         (["--grid", "0,1/1"], "--grid is renamed --shares"),  # the former spellings work, with a warning
-        (["--seeds", "3,3"], "--seeds is renamed --run-seeds"),
+        (["--seeds", "3,3"], "--seeds is renamed --heldout-seeds"),
+        (["--run-seeds", "0,1"], "--run-seeds is renamed --heldout-seeds"),
         (["--setting", "zs-tuxpaint"], "paired setting"),
     ],
 )

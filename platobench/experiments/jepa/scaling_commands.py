@@ -43,10 +43,10 @@ def register(sub: Any) -> None:
                    help="the setting whose score gives misalignment (default demo-mknn)")
     p.add_argument("--shares", default=None, metavar="FIT/HELDOUT",
                    help=f"shares of good views to fit on / to predict, comma-separated (default {DEFAULT_GRID})")
-    p.add_argument("--fit-seeds", default="0,1", metavar="SEED,SEED[,...]",
-                   help="the seeds of the fit runs, at least two (default 0,1)")
-    p.add_argument("--heldout-seeds", default="2,3", metavar="SEED,SEED",
-                   help="the held-out runs' seeds, a new run's and its rerun's, neither a fit seed (default 2,3)")
+    p.add_argument("--fit-seeds", type=int, default=2, metavar="F",
+                   help="seeds of every fit share, 0..F-1, at least 2 (default 2)")
+    p.add_argument("--heldout-seeds", default=None, metavar="SEED,SEED",
+                   help="the held-out runs' seeds, a new run's and its rerun's, neither a fit seed (default F,F+1)")
     add_renamed_option(p, "--grid", "--shares")
     add_renamed_option(p, "--seeds", "--heldout-seeds")
     add_renamed_option(p, "--run-seeds", "--heldout-seeds")
@@ -74,8 +74,9 @@ def _scaling(args: argparse.Namespace) -> int:
     check_common(args)
     quick = QUICK if args.quick else {}
     fit, heldout = parse_grid(args.shares or quick.get("grid", DEFAULT_GRID))
-    fit_seeds = _seeds(args.fit_seeds, "--fit-seeds", "0,1")
-    heldout_seeds = _seeds(args.heldout_seeds, "--heldout-seeds", "2,3")
+    fit_seeds = tuple(range(args.fit_seeds))
+    heldout_seeds = (_seeds(args.heldout_seeds, "--heldout-seeds", "2,3") if args.heldout_seeds is not None
+                     else (args.fit_seeds, args.fit_seeds + 1))
     if len(heldout_seeds) != 2:
         raise UserError(f"--heldout-seeds {args.heldout_seeds!r}: expected two seeds, e.g. 2,3")
     (vision,) = vision_models(zoo_from_args(args), args.vision)
