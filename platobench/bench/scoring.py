@@ -73,14 +73,13 @@ def _selected_score(setting: Setting, x_layers: Sequence[torch.Tensor], y_layers
 
 def rounding_sensitivity(
     setting: Setting, x_layers: Sequence[torch.Tensor], y_layers: Sequence[torch.Tensor],
-    params: dict[str, Any], grid: torch.Tensor, higher_is_better: bool, selection: str,
+    params: dict[str, Any], grid: torch.Tensor, higher_is_better: bool, selection: str, chosen: float,
 ) -> Reproducibility:
     """How far CPU-rounding-sized noise moves a record: the features are multiplied by (1 + 1e-6 e),
     e ~ N(0, 1), in `ROUNDING_DRAWS` seeded draws; returns the largest change of the selected score and of
     any grid cell. When it exceeds half of `check`'s 0.001, the record states its own check tolerance
     (twice the largest change) instead of failing on other machines — written, never silent. `selection`:
-    the setting's selection on the grid of these (kept) layers (`kept_selection`)."""
-    chosen = _selected_score(setting, x_layers, y_layers, params, grid, higher_is_better, selection)
+    the setting's selection on the grid of these (kept) layers (`kept_selection`); `chosen`: its score."""
     worst = 0.0
     for draw in range(ROUNDING_DRAWS):
         gen = torch.Generator().manual_seed(draw)
@@ -170,7 +169,8 @@ def _paired_record(
     split = half_split(setting, x_layers, y_layers, params) if sel == HELDOUT else None
     fit = split.cross_fit() if split is not None else None
     chosen = fit.selection() if fit is not None else select(grid, sel, metric.higher_is_better)
-    rounding = (rounding_sensitivity(setting, x_layers, y_layers, params, grid, metric.higher_is_better, sel)
+    rounding = (rounding_sensitivity(setting, x_layers, y_layers, params, grid, metric.higher_is_better, sel,
+                                     chosen.score)
                 if metric.neighbour_sets else None)
     last = float(grid[-1, -1]) if (rows[-1], cols[-1]) == (shape[0] - 1, shape[1] - 1) else None
     null = ci = calibrated = None
