@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from platobench.features.store import FeatureEntry, FeatureStore
     from platobench.files.atomic import atomic_write_bytes, atomic_write_text
     from platobench.files.figures import save_figure
+    from platobench.files.stable_numbers import round_floats
     from platobench.files.ids import check_id, contained
     from platobench.leaderboard.boards import build_boards
     from platobench.leaderboard.markdown import stitch_lines
@@ -172,6 +173,7 @@ _CORE: dict[str, str] = {
     "home": "platobench.paths",
     "atomic_write_text": "platobench.files.atomic",
     "atomic_write_bytes": "platobench.files.atomic",
+    "round_floats": "platobench.files.stable_numbers",
     "check_id": "platobench.files.ids",
     "contained": "platobench.files.ids",
     "__version__": "platobench.version",
@@ -247,6 +249,7 @@ __all__ = [
     "progress_log",
     "read_zoo_file",
     "resolve_device",
+    "round_floats",
     "save_figure",
     "score",
     "score_job",

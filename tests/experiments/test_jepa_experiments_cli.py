@@ -13,6 +13,7 @@ from platobench import cli, paths
 from platobench.bench.settings import Catalog
 from platobench.errors import UserError
 from platobench.experiments.jepa.curve import SETTING_PREFIX, check_no_overlap
+from platobench.experiments.jepa.curve import write_report as write_curve_report
 from platobench.experiments.jepa.experiment_options import QUICK_EVAL_LIMIT
 from platobench.experiments.jepa.snapshot_scoring import experiment_setting
 from platobench.experiments.jepa.train import CaptionCorpus
@@ -110,8 +111,15 @@ def test_curve_quick_writes_records_plots_and_the_ratio_table(tmp_path: Path, ca
         assert set(table["controls"]) == {"baseline/random-init-minilm-l6", "baseline/bag-of-words",
                                           "baseline/caption-length"}
     for plot in summary["plots"]:
-        assert Path(plot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert (report / plot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "| setting |" in (report / "jepa-curve.md").read_text()
+    assert [run["examples"] for run in summary["runs"]] == [256] * 6 and summary["records"] == len(records)
+    # the report is a function of the records: written again from them (read back in another order), it is
+    # the same bytes
+    again = write_curve_report(list(reversed(records)), tmp_path / "again")[1]
+    assert len(again) == 5
+    for path in map(Path, again):
+        assert path.read_bytes() == (report / path.relative_to(tmp_path / "again")).read_bytes(), path
     # intermediate snapshots are deleted after scoring, the last one of each run is kept
     folders = {paths.home() / "jepa" / "curve" / r.x.name.split("/", 1)[1] for r in curves}
     assert {f.name for f in folders if f.exists()} == {f.name for f in folders if f.name.endswith("-n256")}

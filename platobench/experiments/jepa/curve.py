@@ -24,13 +24,15 @@ from platobench.api import (
     UserError,
     atomic_write_text,
     contained,
+    load_records,
+    round_floats,
     save_figure,
 )
 from platobench.experiments.jepa.curve_analysis import (
     curve_sets,
     efficiency,
     format_efficiency,
-    resolve_level,
+    parse_level,
 )
 from platobench.experiments.jepa.curve_plot import curve_figure
 from platobench.experiments.jepa.recipes import Recipe, run_config
@@ -70,13 +72,15 @@ class CurveConfig:
 
 @dataclass
 class CurveResult:
-    """Per run: its training summary; the records and their paths; the efficiency tables; plot paths."""
+    """Per run: its training summary; the records and their paths; the efficiency tables; plot paths; every
+    report file written."""
 
     runs: list[dict[str, Any]] = field(default_factory=list)
     records: list[ResultRecord] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
     tables: list[dict[str, Any]] = field(default_factory=list)
     plots: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
     wall_s: float = 0.0
 
 
@@ -100,15 +104,6 @@ def check_report_folder(report: Path, out: Path) -> None:
                         "under --out: choose a report folder outside it")
 
 
-def _run_summary(result: TrainResult, recipe: Recipe, config: TrainConfig, seconds: float) -> dict[str, Any]:
-    return {
-        "recipe": recipe.label, "seed": config.seed, "steps": config.steps, "examples": result.examples_seen,
-        "initial_loss": result.initial_loss, "final_loss": result.final_loss,
-        "effective_rank": result.effective_rank, "examples_per_s": result.samples_per_s,
-        "train_samples": result.train_samples, "wall_s": round(seconds, 1),
-    }
-
-
 def run_curve(
     corpus: CaptionCorpus,
     config: CurveConfig,
@@ -126,8 +121,10 @@ def run_curve(
     scorer = SnapshotScorer(corpus, config.settings, config.vision, store, home, config.out, TAG, "curve",
                             device=config.device, keep=config.keep_checkpoints, limit=config.eval_limit)
     result = CurveResult()
+    design = {"recipes": [r.label for r in config.recipes], "seeds": list(config.seeds),
+              "examples": list(config.examples), "level": str(config.level)}
     for control in config.controls:
-        records = scorer.score_model(control, {TAG: {"control": True}})
+        records = scorer.score_model(control, {TAG: {"control": True, "design": design}})
         log(f"control {control.name}: " + ", ".join(f"{r.setting.removeprefix(SETTING_PREFIX)} {r.score:.4f}"
                                                     for r in records))
     last = max(config.examples)
@@ -137,7 +134,8 @@ def run_curve(
             start = time.perf_counter()
 
             def snapshot(s: TrainResult, cfg: TrainConfig = cfg, recipe: Recipe = recipe) -> None:
-                records = scorer(s, cfg, recipe, final=s.examples_seen >= last, extra={})
+                run = {"steps": cfg.steps, "initial_loss": s.initial_loss, "examples_per_s": s.samples_per_s}
+                records = scorer(s, cfg, recipe, final=s.examples_seen >= last, extra={"design": design, "run": run})
                 scores = ", ".join(f"{r.setting.removeprefix(SETTING_PREFIX)} {r.score:.4f}" for r in records)
                 log(f"  {recipe.label} s{cfg.seed} n={s.examples_seen:,}: held-out loss {s.final_loss:.4f}; {scores}")
 
@@ -145,34 +143,100 @@ def run_curve(
                 trained = train(corpus, cfg, on_checkpoint=snapshot)
             except ValueError as exc:
                 raise UserError(f"--corpus {corpus.name}: {exc}") from exc
-            summary = _run_summary(trained, recipe, cfg, time.perf_counter() - start)
-            result.runs.append(summary)
-            log(f"{recipe.label} seed {seed}: {summary['examples']:,} examples, "
-                f"{summary['examples_per_s']:.0f} examples/s, {summary['wall_s']:.0f} s with scoring")
+            log(f"{recipe.label} seed {seed}: {trained.examples_seen:,} examples, "
+                f"{trained.samples_per_s:.0f} examples/s, {time.perf_counter() - start:.0f} s with scoring")
     result.records, result.paths = list(scorer.records), list(scorer.paths)
-    reference = config.recipes[0].label
-    for cs in curve_sets(result.records, TAG).values():
-        table = efficiency(cs, reference, config.level)
-        result.tables.append(table)
-        path = contained(config.report, "plots", f"{cs.setting}.{cs.vision.replace('/', '--')}.png")
-        level = resolve_level(config.level, cs.mean_curve(reference), cs.higher_is_better)
-        save_figure(curve_figure(cs, level, [r.label for r in config.recipes]), path)
-        result.plots.append(str(path))
+    summary, files = write_report(result.records, config.report)
+    result.runs, result.tables = summary["runs"], summary["tables"]
+    result.plots = [str(config.report / p) for p in summary["plots"]]
+    result.files = files
     result.wall_s = round(time.perf_counter() - t0, 1)
-    write_summary(config, corpus, result)
     return result
 
 
-def write_summary(config: CurveConfig, corpus: CaptionCorpus, result: CurveResult) -> None:
-    """`report/jepa-curve.json` (configuration, runs, tables, plots, wall time) and `report/jepa-curve.md`."""
-    doc = {
-        "corpus": {"name": corpus.name, "revision": corpus.revision, "fingerprint": corpus.fingerprint},
-        "recipes": [r.label for r in config.recipes], "seeds": list(config.seeds),
-        "examples": list(config.examples), "size": config.train.size, "batch_size": config.train.batch_size,
-        "vision": [v.name for v in config.vision], "settings": [s.id for s in config.settings],
-        "controls": [c.name for c in config.controls],
-        "level": str(config.level), "eval_limit": config.eval_limit, "runs": result.runs, "tables": result.tables, "plots": result.plots,
-        "records": len(result.paths), "wall_s": result.wall_s,
+def _order(records: Sequence[ResultRecord], recipes: Sequence[str]) -> list[ResultRecord]:
+    """`records` in one order whatever the order they were written or read in: by setting and vision model,
+    the controls first (by name), then by recipe (in the design's order), seed and examples seen."""
+    def key(r: ResultRecord) -> tuple[Any, ...]:
+        info = r.details[TAG]
+        if info.get("control"):
+            return (r.setting, r.y.name, 0, r.x.name, 0, 0)
+        return (r.setting, r.y.name, 1, recipes.index(info["recipe"]), info["seed"], info["examples_seen"])
+    return sorted(records, key=key)
+
+
+def _one_design(records: Sequence[ResultRecord]) -> dict[str, Any]:
+    """The design (recipes, seeds, examples, level) every record states; UserError when the records hold
+    none (written before records stated it) or more than one (two curve runs in one folder)."""
+    designs = {json.dumps(r.details[TAG].get("design"), sort_keys=True) for r in records}
+    corpora = {r.details[TAG]["corpus"]["fingerprint"] for r in records if "corpus" in r.details[TAG]}
+    if "null" in designs:
+        raise UserError("jepa curve records without details.jepa_curve.design (written by an older version): "
+                        "rerun `platobench jepa curve`")
+    if len(designs) > 1 or len(corpora) > 1:
+        raise UserError(f"the records hold {len(designs)} jepa curve designs on {len(corpora)} corpora: one "
+                        "report summarises one run; give each run its own --out")
+    return json.loads(designs.pop())
+
+
+def write_report(records: Sequence[ResultRecord], folder: Path) -> tuple[dict[str, Any], list[str]]:
+    """jepa-curve.json (design, runs, efficiency tables), jepa-curve.md (the tables) and a plot per
+    (setting, vision model) under `folder`/plots, written from one curve run's `records` alone; returns the
+    summary and the paths written. Derived floats are rounded (`round_floats`) so that a rebuild on another
+    CPU gives the same bytes. UserError when the records hold no curve run."""
+    mine = [r for r in records if isinstance(r.details.get(TAG), dict)]
+    snapshots = [r for r in mine if not r.details[TAG].get("control")]
+    if not snapshots:
+        raise UserError("no jepa curve records (records whose details hold jepa_curve with a recipe)")
+    design = _one_design(mine)
+    recipes = design["recipes"]
+    mine = _order(mine, recipes)
+    snapshots = [r for r in mine if not r.details[TAG].get("control")]
+    level = parse_level(design["level"])
+    tables, plots = [], []
+    for cs in curve_sets(mine, TAG).values():
+        table = round_floats(efficiency(cs, recipes[0], level))
+        tables.append(table)
+        rel = f"plots/{cs.setting}.{cs.vision.replace('/', '--')}.png"
+        save_figure(curve_figure(cs, table["level"], recipes), contained(folder, *rel.split("/")))
+        plots.append(rel)
+    first_cell = (snapshots[0].setting, snapshots[0].y.name)
+    runs = []
+    for recipe in recipes:
+        for seed in design["seeds"]:
+            cell = [r for r in snapshots if (r.setting, r.y.name) == first_cell
+                    and (r.details[TAG]["recipe"], r.details[TAG]["seed"]) == (recipe, seed)]
+            if cell:
+                runs.append(_run_summary(cell[-1]))
+    info = snapshots[0].details[TAG]
+    summary = {
+        "corpus": {k: info["corpus"][k] for k in ("name", "revision", "fingerprint")},
+        **design, "size": info["size"], "batch_size": info["batch_size"],
+        "vision": sorted({r.y.name for r in mine}), "settings": sorted({r.setting for r in mine}),
+        "controls": sorted({r.x.name for r in mine if r.details[TAG].get("control")}),
+        "eval_limit": snapshots[0].provenance.limit, "runs": runs, "tables": tables, "plots": plots,
+        "records": len(mine),
     }
-    atomic_write_text(config.report / SUMMARY_FILE, json.dumps(doc, indent=1) + "\n")
-    atomic_write_text(config.report / TABLE_FILE, format_efficiency(result.tables) + "\n")
+    paths = [atomic_write_text(folder / SUMMARY_FILE, json.dumps(summary, indent=1) + "\n"),
+             atomic_write_text(folder / TABLE_FILE, format_efficiency(tables) + "\n")]
+    return summary, [str(p) for p in paths] + [str(folder / p) for p in plots]
+
+
+def _run_summary(last: ResultRecord) -> dict[str, Any]:
+    """One run's training summary, from the record of its last snapshot."""
+    info = last.details[TAG]
+    run = info.get("run", {})
+    return {"recipe": info["recipe"], "seed": info["seed"], "steps": run.get("steps"),
+            "examples": info["examples_seen"], "initial_loss": run.get("initial_loss"),
+            "final_loss": info["heldout_loss"], "effective_rank": info["effective_rank"],
+            "examples_per_s": run.get("examples_per_s"), "train_samples": info["corpus"]["train_samples"]}
+
+
+def rebuild(results: Path, reports: Path, out: Path) -> list[str]:
+    """`platobench reports`: the jepa-curve summary, table and plots again under `out`/jepa-curve from the
+    records committed under `reports`/jepa-curve/records (`results` is not read)."""
+    folder = reports / "jepa-curve" / "records"
+    records = load_records(folder) if folder.is_dir() else []
+    if not records:
+        raise UserError(f"no jepa curve records under {folder}: run `platobench jepa curve --out {folder}` first")
+    return write_report(records, out / "jepa-curve")[1]

@@ -46,6 +46,7 @@ from platobench.api import (
     atomic_write_text,
     contained,
     load_records,
+    round_floats,
     save_figure,
 )
 from platobench.experiments.jepa.curve import check_no_overlap, check_report_folder
@@ -233,23 +234,11 @@ def write_report(records: Sequence[ResultRecord], folder: Path) -> tuple[dict[st
         "corpus": corpus, "setting": first.setting, "vision": first.y.name, "size": info["size"],
         "batch_size": info["batch_size"], "fit_shares": shares["fit"], "heldout_shares": shares["heldout"],
         "examples": examples, "fit_seeds": seeds["fit"], "heldout_seeds": seeds["heldout"],
-        "limit": first.provenance.limit, "law": _rounded(law.as_dict()), "comparison": _rounded(comparison),
-        "points": points, "predictions": _rounded(predictions(law, shares["heldout"], examples)), "records": len(mine),
+        "limit": first.provenance.limit, "law": round_floats(law.as_dict()), "comparison": round_floats(comparison),
+        "points": points, "predictions": round_floats(predictions(law, shares["heldout"], examples)), "records": len(mine),
     }
     summary_path = atomic_write_text(folder / SUMMARY_FILE, json.dumps(summary, indent=1) + "\n")
     return summary, [str(summary_path), str(plot)]
-
-
-def _rounded(value: Any) -> Any:
-    """Floats of a fit's outputs to 9 significant digits: a least-squares fit on another CPU may differ in
-    the last bits, and the summary is rebuilt and compared byte for byte (`platobench reports`)."""
-    if isinstance(value, float):
-        return float(f"{value:.9g}")
-    if isinstance(value, dict):
-        return {k: _rounded(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_rounded(v) for v in value]
-    return value
 
 
 def rebuild(results: Path, reports: Path, out: Path) -> list[str]:
