@@ -4,7 +4,7 @@ compares).
 
 `REPORTS` (a `platobench.registry.Registry`) maps a report's name to its rebuilder, a "module:function"
 target called as `rebuild(results, reports, out) -> [paths written]`: the experiments name their own
-(`stitch`, `jepa-compare` and `jepa-scaling` from their committed records, `scaling-n` from its committed points) and a plugin adds its reports there. The
+(`stitch`, `jepa-compare`, `jepa-scaling` and `jepa-curve` from their committed records, `scaling-n` from its committed points) and a plugin adds its reports there. The
 reports whose data are not committed are listed in `NOT_REBUILDABLE`, with why, and never silently skipped.
 """
 
@@ -27,11 +27,10 @@ REPORTS.register_lazy("stitch", "platobench.experiments.stitch.report:rebuild")
 REPORTS.register_lazy("scaling-n", "platobench.experiments.scaling.report:rebuild")
 REPORTS.register_lazy("jepa-compare", "platobench.experiments.jepa.compare_report:rebuild")
 REPORTS.register_lazy("jepa-scaling", "platobench.experiments.jepa.scaling:rebuild")
+REPORTS.register_lazy("jepa-curve", "platobench.experiments.jepa.curve:rebuild")
 
 #: Committed reports that cannot be rebuilt from committed data yet, and why.
 NOT_REBUILDABLE = {
-    "jepa-curve": "its 252 records (trained snapshots scored against DINOv2-S) are not committed; "
-                  "`platobench jepa curve` reruns it",
     "leaderboard-walkthrough": "screenshots of the leaderboard page taken with chromium",
     "offline-board.md": "a reading of the offline board in prose; its numbers are the leaderboard's, which "
                         "`platobench leaderboard` rebuilds from the records",
@@ -49,8 +48,8 @@ def register(subparsers: Any) -> None:
         "reports", help="rebuild the reports under reports/ from the committed records and data",
         description=(
             "Rebuild every report that committed data determine, in place by default: stitch (from the stitch "
-            "records under RESULTS), scaling-n (from its committed points under REPORTS), jepa-compare and "
-            "jepa-scaling (from the records committed beside them under REPORTS). The reports whose data are not "
+            "records under RESULTS), scaling-n (from its committed points under REPORTS), jepa-compare, "
+            "jepa-scaling and jepa-curve (from the records committed beside them under REPORTS). The reports whose data are not "
             "committed are listed. Example: platobench reports --results results --out reports"
         ),
     )
