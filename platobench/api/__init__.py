@@ -48,8 +48,8 @@ if TYPE_CHECKING:
     from platobench.features.store import FeatureEntry, FeatureStore
     from platobench.files.atomic import atomic_write_bytes, atomic_write_text
     from platobench.files.figures import save_figure
-    from platobench.files.stable_numbers import round_floats
     from platobench.files.ids import check_id, contained
+    from platobench.files.stable_numbers import round_floats
     from platobench.leaderboard.boards import build_boards
     from platobench.leaderboard.markdown import stitch_lines
     from platobench.leaderboard.safe_text import md_text

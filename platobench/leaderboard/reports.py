@@ -4,7 +4,8 @@ compares).
 
 `REPORTS` (a `platobench.registry.Registry`) maps a report's name to its rebuilder, a "module:function"
 target called as `rebuild(results, reports, out) -> [paths written]`: the experiments name their own
-(`stitch`, `jepa-compare`, `jepa-scaling` and `jepa-curve` from their committed records, `scaling-n` from its committed points) and a plugin adds its reports there. The
+(`stitch`, `jepa-compare`, `jepa-scaling` and `jepa-curve` from their committed records, `scaling-n` from its committed points,
+the tables of `offline-board.md` from the offline board's records) and a plugin adds its reports there. The
 reports whose data are not committed are listed in `NOT_REBUILDABLE`, with why, and never silently skipped.
 """
 
@@ -28,12 +29,11 @@ REPORTS.register_lazy("scaling-n", "platobench.experiments.scaling.report:rebuil
 REPORTS.register_lazy("jepa-compare", "platobench.experiments.jepa.compare_report:rebuild")
 REPORTS.register_lazy("jepa-scaling", "platobench.experiments.jepa.scaling:rebuild")
 REPORTS.register_lazy("jepa-curve", "platobench.experiments.jepa.curve:rebuild")
+REPORTS.register_lazy("offline-board.md", "platobench.leaderboard.board_summary:rebuild")
 
 #: Committed reports that cannot be rebuilt from committed data yet, and why.
 NOT_REBUILDABLE = {
     "leaderboard-walkthrough": "screenshots of the leaderboard page taken with chromium",
-    "offline-board.md": "a reading of the offline board in prose; its numbers are the leaderboard's, which "
-                        "`platobench leaderboard` rebuilds from the records",
 }
 
 
@@ -49,7 +49,8 @@ def register(subparsers: Any) -> None:
         description=(
             "Rebuild every report that committed data determine, in place by default: stitch (from the stitch "
             "records under RESULTS), scaling-n (from its committed points under REPORTS), jepa-compare, "
-            "jepa-scaling and jepa-curve (from the records committed beside them under REPORTS). The reports whose data are not "
+            "jepa-scaling and jepa-curve (from the records committed beside them under REPORTS), and the tables of "
+            "offline-board.md (from the records under RESULTS/offline; its prose is kept). The reports whose data are not "
             "committed are listed. Example: platobench reports --results results --out reports"
         ),
     )

@@ -19,9 +19,10 @@ def test_platobench_reports_rebuilds_the_committed_reports_byte_for_byte(tmp_pat
     monkeypatch.chdir(ROOT)
     assert main(["reports", "--out", str(tmp_path), "--json"]) == 0
     written = json.loads(capsys.readouterr().out)["written"]
-    assert set(written) == {"stitch", "scaling-n", "jepa-compare", "jepa-scaling", "jepa-curve"} == set(REPORTS.names())
+    assert set(written) == {"stitch", "scaling-n", "jepa-compare", "jepa-scaling", "jepa-curve",
+                                     "offline-board.md"} == set(REPORTS.names())
     files = [Path(p) for paths in written.values() for p in paths]
-    assert len(files) == 15
+    assert len(files) == 16
     for path in files:
         committed = ROOT / "reports" / path.relative_to(tmp_path)
         assert path.read_bytes() == committed.read_bytes(), committed
@@ -44,6 +45,8 @@ def test_a_report_without_its_data_is_an_error_naming_the_command(tmp_path, caps
     assert "no jepa scaling records under" in capsys.readouterr().err
     assert main(["reports", "--reports", str(tmp_path), "--out", str(tmp_path / "o"), "--only", "jepa-curve"]) == 2
     assert "no jepa curve records under" in capsys.readouterr().err
+    assert main(["reports", "--results", str(tmp_path), "--out", str(tmp_path / "o"), "--only", "offline-board.md"]) == 2
+    assert "no records under" in capsys.readouterr().err
 
 
 def test_an_edited_scaling_n_data_file_is_an_error_not_a_traceback(tmp_path, capsys):

@@ -63,6 +63,9 @@ PARSE_ONLY = {
         "trains three JEPAs (minutes); tests/experiments/test_jepa_compare.py runs compare small",
     "platobench jepa curve --corpus wordnet --vision demo/dinov2-s-imgfocus --objectives jepa-good,jepa-bad,ntp "
     "--seeds 3": "half an hour; --quick is tested",
+    "platobench jepa curve --corpus wordnet --vision demo/dinov2-s-imgfocus --out reports/jepa-curve/records "
+    "--report reports/jepa-curve": "23 min; writes the committed records, which tests/committed/"
+                                   "test_reports_rebuild.py rebuilds the report from",
     "platobench jepa scaling --corpus wordnet --vision demo/dinov2-s-imgfocus --quick":
         "about a minute; tests/experiments/test_jepa_experiments_cli.py runs it",
     "platobench leaderboard --results results": "the run command above, into ./leaderboard",
