@@ -66,7 +66,9 @@ def test_leaderboard_without_plots_imports_no_torch(tmp_path: Path) -> None:
                                "--out", str(tmp_path / "board"), "--no-plots"], tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert (tmp_path / "board" / "leaderboard.csv").is_file()
-    assert names.isdisjoint(HEAVY), sorted(names & set(HEAVY))
+    # a board whose records state their draws is judged by paired t tests: Student's t comes from scipy
+    assert "scipy" in names
+    assert names.isdisjoint(set(HEAVY) - {"scipy"}), sorted(names & set(HEAVY))
 
 
 def test_preprocess_choices_match_the_modes() -> None:

@@ -63,6 +63,8 @@ PARSE_ONLY = {
         "trains three JEPAs (minutes); tests/experiments/test_jepa_compare.py runs compare small",
     "platobench jepa curve --corpus wordnet --vision demo/dinov2-s-imgfocus --objectives jepa-good,jepa-bad,ntp "
     "--seeds 3": "half an hour; --quick is tested",
+    "platobench run --pairs offline --settings demo-mknn,demo-cka,demo-rotation,oc-mknn,oc-cka --out results/offline "
+    "--force": "recomputes 210 committed records (21 min); tests/committed/test_demo_regression.py checks a subset",
     "platobench jepa curve --corpus wordnet --vision demo/dinov2-s-imgfocus --out reports/jepa-curve/records "
     "--report reports/jepa-curve": "23 min; writes the committed records, which tests/committed/"
                                    "test_reports_rebuild.py rebuilds the report from",
