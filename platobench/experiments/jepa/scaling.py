@@ -238,7 +238,7 @@ def write_report(records: Sequence[ResultRecord], folder: Path) -> tuple[dict[st
         "points": points, "predictions": round_floats(predictions(law, shares["heldout"], examples)), "records": len(mine),
     }
     summary_path = atomic_write_text(folder / SUMMARY_FILE, json.dumps(summary, indent=1) + "\n")
-    return summary, [str(summary_path), str(plot)]
+    return summary, [str(summary_path), str(folder / plot.relative_to(folder.resolve()))]
 
 
 def rebuild(results: Path, reports: Path, out: Path) -> list[str]:
