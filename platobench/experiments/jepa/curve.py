@@ -72,15 +72,13 @@ class CurveConfig:
 
 @dataclass
 class CurveResult:
-    """Per run: its training summary; the records and their paths; the efficiency tables; plot paths; every
-    report file written."""
+    """Per run: its training summary; the records and their paths; the efficiency tables; plot paths."""
 
     runs: list[dict[str, Any]] = field(default_factory=list)
     records: list[ResultRecord] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
     tables: list[dict[str, Any]] = field(default_factory=list)
     plots: list[str] = field(default_factory=list)
-    files: list[str] = field(default_factory=list)
     wall_s: float = 0.0
 
 
@@ -146,10 +144,9 @@ def run_curve(
             log(f"{recipe.label} seed {seed}: {trained.examples_seen:,} examples, "
                 f"{trained.samples_per_s:.0f} examples/s, {time.perf_counter() - start:.0f} s with scoring")
     result.records, result.paths = list(scorer.records), list(scorer.paths)
-    summary, files = write_report(result.records, config.report)
+    summary, _ = write_report(result.records, config.report)
     result.runs, result.tables = summary["runs"], summary["tables"]
     result.plots = [str(config.report / p) for p in summary["plots"]]
-    result.files = files
     result.wall_s = round(time.perf_counter() - t0, 1)
     return result
 
@@ -185,8 +182,7 @@ def write_report(records: Sequence[ResultRecord], folder: Path) -> tuple[dict[st
     summary and the paths written. Derived floats are rounded (`round_floats`) so that a rebuild on another
     CPU gives the same bytes. UserError when the records hold no curve run."""
     mine = [r for r in records if isinstance(r.details.get(TAG), dict)]
-    snapshots = [r for r in mine if not r.details[TAG].get("control")]
-    if not snapshots:
+    if all(r.details[TAG].get("control") for r in mine):
         raise UserError("no jepa curve records (records whose details hold jepa_curve with a recipe)")
     design = _one_design(mine)
     recipes = design["recipes"]
