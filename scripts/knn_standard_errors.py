@@ -16,7 +16,9 @@ of every dataset; the first three are for mutual kNN only (`--metric mutual_knn`
                of the two is 2^a + 1, pooled over every cell of the grid; s^2 = var(half scores) / (2^a - 1)
                (Bertail, Politis & Romano 1999), a estimated per dataset and kept in [1, 2]: a kNN score's
                variance falls like 1/N far from chance and like 1/N^2 at chance, and the per-dataset ratio
-               is too noisy to be read outside that range.
+               is too noisy to be read outside that range. This is the first form of the interval scheme
+               "rate" that mutual kNN and CKNNA now use, which also averages in the quarter-subsets' own
+               variance; `python -m platobench.metrics.calibration` measures that one.
 
 Prints, per (population, N): the known value (mean of 400 datasets), the score's sd, and per estimator its mean
 standard error over that sd and the coverage of score ± q·se (q = 1.96, or t_{B-1} for the subset ones).

@@ -1,7 +1,7 @@
 """The fields of a result record that `platobench check` verifies: every field the leaderboard shows.
 
 Values that are measured (score, last-layer score, chance, calibrated score, null mean/std/p-value, CI
-bounds and level, grid cells, a held-out selection's in-sample and fold scores, and where stated the subset scores and null draws the paired verdicts read) are recomputed and compared within a tolerance (`compare` -> `Diff`).
+bounds, level and rate exponent, grid cells, a held-out selection's in-sample and fold scores, and where stated the subset scores and null draws the paired verdicts read) are recomputed and compared within a tolerance (`compare` -> `Diff`).
 Everything else is stated, not measured, and must equal exactly what would be run (`mismatches` ->
 `Mismatch`): the setting id and kind, the metric (id, resolved params, preprocessing, selection,
 direction), each model's name, revision, size and kind, the dataset's name, revision, n and fingerprint,
@@ -20,7 +20,7 @@ from platobench.results import ResultRecord
 SCORE_FIELDS = ("score", "last_layer_score", "chance")
 STAT_FIELDS = ("calibrated", "null.mean", "ci.lo", "ci.hi")
 # compared only where both sides have a null / an interval: an absent one already moves null.mean / ci.lo
-STAT_DETAIL_FIELDS = ("null.std", "null.p_value", "ci.level")
+STAT_DETAIL_FIELDS = ("null.std", "null.p_value", "ci.level", "ci.rate")
 EXACT_FIELDS = (
     "setting", "kind", "metric.id", "metric.params", "metric.preprocess", "metric.selection",
     "metric.higher_is_better", "x.name", "x.revision", "x.params_m", "x.kind", "x.modality", "x.input",

@@ -117,11 +117,10 @@ class PairedProtocol(Protocol):
     def cost(self, setting: Setting, label: str, inputs: JobInputs, shape: tuple[int, int],
              fixed: tuple[int, int] | None, widths: list[int]) -> JobCost:
         from platobench.bench.cost import paired_cost
-        from platobench.metrics.registry import get_metric
+        from platobench.metrics.stats import interval_scheme
 
         cells, layers = (shape[0] * shape[1], shape[0] + shape[1]) if fixed is None else (1, 2)
-        # a held-out selection resamples half-subsets (platobench.metrics.stats.interval_scheme)
-        scheme = "subsample" if setting.selection == "heldout" else get_metric(setting.metric).interval
+        scheme = interval_scheme(setting.metric, setting.selection)
         return paired_cost(label, setting.metric, len(inputs.dataset), cells, layers, max(widths, default=None),
                            setting.n_perm, setting.n_ci, setting.ci_fraction, scheme)
 

@@ -24,7 +24,7 @@ from platobench.errors import UserError
 from platobench.features.extract import extract, feature_key, parallel_state
 from platobench.features.slices import cached_superset
 from platobench.features.store import FeatureEntry, FeatureStore
-from platobench.metrics.stats import draw_bars
+from platobench.metrics.stats import draw_bars, interval_scheme
 from platobench.results import ResultRecord, load_record, record_limit, record_path, write_record
 from platobench.zoo import ModelSpec
 
@@ -225,7 +225,9 @@ def prepare_inputs(jobs: list[Job], opts: RunOptions, cache: dict[Any, Any]) -> 
 
 def record_up_to_date(path: Path, inputs: dict[str, Any], setting: Setting, limit: int | None) -> bool:
     """The record at `path` was computed from these feature entries, this setting and this --limit (a
-    limit that cut nothing gives the full run's entries, but the record must not keep a stale mark)."""
+    limit that cut nothing gives the full run's entries, but the record must not keep a stale mark), and
+    its interval was drawn as this version draws it (`stats.interval_scheme`: an older version's scheme
+    is not this version's interval)."""
     if not path.is_file():
         return False
     try:
@@ -233,7 +235,14 @@ def record_up_to_date(path: Path, inputs: dict[str, Any], setting: Setting, limi
     except UserError:
         return False
     return (old.provenance.inputs == inputs and old.provenance.setting_config == setting.model_dump(mode="json")
-            and old.provenance.limit == limit)
+            and old.provenance.limit == limit and not _stale_interval(old, setting))
+
+
+def _stale_interval(old: ResultRecord, setting: Setting) -> bool:
+    """A paired record whose interval states another scheme than this version's for its setting."""
+    if old.kind != "paired" or old.ci is None or old.ci.scheme is None:
+        return False
+    return old.ci.scheme != interval_scheme(setting.metric, setting.selection)
 
 
 @dataclass(frozen=True)

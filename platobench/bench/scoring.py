@@ -192,7 +192,7 @@ def _paired_record(
         ci = IntervalRef(
             lo=lo, hi=hi, level=setting.ci_level, method=interval_method(setting.metric, setting.n_ci, setting.ci_fraction, draws.scheme),
             estimand=metric.estimand_for(params, sel), scheme=draws.scheme, subset_size=draws.size,
-            draws=draws.scores.tolist(),
+            draws=draws.scores.tolist(), rate=draws.rate,
         )
     return ResultRecord(
         setting=setting.id,

@@ -27,7 +27,7 @@ import numpy as np
 
 from platobench.leaderboard.kinds import record_kind
 from platobench.metrics.best_values import BEST_VALUES, RANGES
-from platobench.metrics.resampling import subset_se, t_quantile
+from platobench.metrics.resampling import subset_df, subset_se, t_quantile
 from platobench.results.schema import ResultRecord
 
 GRID_ROUNDING = 1e-8  # grid cells are stored rounded to 8 decimals: |cell - score| <= 5e-9 for the chosen cell
@@ -127,10 +127,10 @@ def _draws_problems(record: ResultRecord) -> list[str]:
     ci, null = record.ci, record.null
     if ci is not None and ci.draws is not None:
         try:
-            se = subset_se(ci.draws, ci.scheme, record.dataset.n, ci.subset_size)
+            se = subset_se(ci.draws, ci.scheme, record.dataset.n, ci.subset_size, ci.rate)
         except ValueError as exc:
             return [f"the interval's subset scores cannot give a standard error: {exc}"]
-        half = t_quantile(ci.level, len(ci.draws) - 1) * se if 0 < ci.level < 1 else math.nan
+        half = t_quantile(ci.level, subset_df(ci.scheme, len(ci.draws))) * se if 0 < ci.level < 1 else math.nan
         lo, hi = record.score - half, record.score + half
         bounds = RANGES.get(record.metric.id)
         if bounds is not None:

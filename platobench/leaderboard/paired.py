@@ -66,7 +66,12 @@ def raw_difference(a: ResultRecord, b: ResultRecord) -> PairedDifference | None:
     if unpaired_reason(a, b) is not None:
         return None
     return paired_difference((a.score, b.score), (a.ci.draws, b.ci.draws), a.ci.scheme, a.dataset.n,
-                             a.ci.subset_size)
+                             a.ci.subset_size, rates=_rates(a, b))
+
+
+def _rates(a: ResultRecord, b: ResultRecord) -> tuple[float, float] | None:
+    """The two records' rate exponents under the rate scheme (None under the others)."""
+    return None if a.ci.rate is None else (a.ci.rate, b.ci.rate)
 
 
 def _calibrated_draws(r: ResultRecord, perfect: float) -> tuple[float, np.ndarray, np.ndarray] | None:
@@ -94,7 +99,7 @@ def calibrated_difference(a: ResultRecord, b: ResultRecord) -> PairedDifference 
     means = da[2] - db[2]
     extra = float(means.var(ddof=1)) / means.size if means.size > 1 else 0.0
     return paired_difference((da[0], db[0]), (da[1], db[1]), a.ci.scheme, a.dataset.n, a.ci.subset_size,
-                             extra_var=extra)
+                             extra_var=extra, rates=_rates(a, b))
 
 
 def separated(a: ResultRecord, b: ResultRecord, alpha: float = ALPHA) -> bool | None:

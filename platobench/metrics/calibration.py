@@ -33,7 +33,7 @@ import torch
 from platobench.metrics.api import summarize_layers
 from platobench.metrics.heldout import HalfSplit
 from platobench.metrics.preprocess import LayerStack
-from platobench.metrics.registry import get_metric
+from platobench.metrics.registry import INTERVAL_SCHEMES, get_metric
 from platobench.metrics.resampling import t_quantile
 from platobench.metrics.selection import HELDOUT, select, select_index
 from platobench.metrics.stats import chance_level, permutation_null, subsample_ci
@@ -284,7 +284,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     f"@heldout for held-out layer selection): {', '.join(c.key for c in CASES)}")
     ap.add_argument("--populations", nargs="+", default=["distinct", "flat"], choices=POPULATION_KINDS[:2])
     ap.add_argument("--truth-draws", type=int, default=400, help="datasets behind a Monte Carlo known value")
-    ap.add_argument("--scheme", choices=("jackknife", "subsample"), help="resample every case this way instead of "
+    ap.add_argument("--scheme", choices=INTERVAL_SCHEMES, help="resample every case this way instead of "
                     "as its metric declares (to compare the schemes)")
     ap.add_argument("--frac", type=float, help="subset fraction of the subsample scheme (default: the case's, 0.5)")
     ap.add_argument("--null-intervals", action="store_true", help="on the null datasets, also count intervals "

@@ -239,7 +239,10 @@ def _knn_metric(
 
 
 for _metric in (
-    _knn_metric("mutual_knn", combine_mutual, symmetric=True, chance=lambda n, p: p["k"] / (n - 1),
+    # Half-subsets overstate the spread of mutual kNN and CKNNA (standard error 1.1-1.4x, coverage .975-1.00);
+    # reading the variance's rate in N from quarter-subsets brings it to 0.94-1.18x (coverage .92-.985,
+    # docs/statistics.md), and a paired difference's power with it.
+    _knn_metric("mutual_knn", combine_mutual, symmetric=True, chance=lambda n, p: p["k"] / (n - 1), interval="rate",
                 description="mean fraction of shared k nearest neighbours (inner product, self excluded; PRH)"),
     # Half-subsets understate cycle kNN's spread (coverage .90 at nominal .95, docs/statistics.md); the
     # jackknife overstates it (.99+): the interval is kept on the safe side.
@@ -247,7 +250,7 @@ for _metric in (
                 description="fraction of samples i reached back from a Y-neighbour through X-neighbours (PRH)"),
     _knn_metric("lcs_knn", combine_lcs, symmetric=True,
                 description="longest common subsequence of the ordered kNN lists / k (PRH)"),
-    _knn_metric("cknna", combine_cknna, symmetric=False, min_n=4, range=None,
+    _knn_metric("cknna", combine_cknna, symmetric=False, min_n=4, range=None, interval="rate",
                 description="CKA restricted to mutual k-nearest-neighbour pairs, unbiased HSIC (PRH reference "
                 "estimator); unbounded: a ratio of HSICs of asymmetric masked kernels, not a cosine, so it can "
                 "leave [-1, 1]; undefined (error) when a layer's self-HSIC is <= 0"),

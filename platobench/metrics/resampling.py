@@ -15,7 +15,21 @@ of a difference, not 1.96; Schenker & Gentleman 2001).
               (grouped jackknife: Quenouille 1956; Efron & Stein 1981; Shao & Tu 1995, sec. 2.3);
   subsample   B subsets of m of the N samples: s = sd(score_b) sqrt(m / (N - m)) (the delete-d jackknife
               factor, Shao & Wu 1989).
-A difference is referred to Student's t with B - 1 degrees of freedom, as the interval is.
+  rate        2B scores: B subsets of m, then B of m' = `rate_small_size(m)` = round(m / 2). With
+              Var(score of n samples) = c n^-a, the spread of scores on subsets of m drawn without
+              replacement from N is c (m^-a - N^-a), so each size estimates Var at N as
+              sd(score_b)^2 / ((N / m)^a - 1), and s^2 is the mean of the two estimates (1 / (2^a - 1)
+              and 1 / (4^a - 1) for half- and quarter-subsets; a = 1 with the half-subsets alone is the
+              subsample rule). The exponent a is read from the ratio of the two sizes' variances, pooled
+              over every cell of the layer grid (`rate_exponent`), and kept in `RATE_BOUNDS` (Bertail,
+              Politis & Romano 1999, estimating the rate of convergence from subsamples of several
+              sizes). A kNN score's variance falls like 1 / N far from chance and like 1 / N^2 at chance
+              (neighbour lists of k out of N); the per-record ratio is too noisy to be read outside [1, 2].
+A difference is referred to Student's t with B - 1 degrees of freedom (`subset_df`), as the interval is. Under
+the rate scheme each score's subset scores are first scaled to the spread at N by its own exponent (divided
+by sqrt((N / m)^a - 1) for their size), then differenced: the two scores may fall at different rates (a
+pair far from chance like 1 / N, its control near chance faster), and a difference with one score is that
+score's own standard error.
 
 `holm` adjusts the p-values of one family (one board's comparisons) for multiplicity: the i-th smallest of
 K p-values is multiplied by K - i + 1 and the adjusted values made monotone (Holm 1979). Rejecting where the
@@ -31,23 +45,86 @@ from dataclasses import dataclass
 
 import numpy as np
 
-SCHEMES = ("jackknife", "subsample")
+SCHEMES = ("jackknife", "subsample", "rate")
+#: The range the rate scheme's exponent a (Var ~ N^-a) is kept in (module docstring).
+RATE_BOUNDS = (1.0, 2.0)
 
 
-def subset_se(scores: Sequence[float] | np.ndarray, scheme: str, n: int, size: int) -> float:
-    """Standard error of a score from its B subset scores (module docstring); `n` the full sample size,
-    `size` the samples in each subset (the jackknife's N - N / B)."""
+def rate_small_size(size: int) -> int:
+    """The rate scheme's second subset size m' = round(m / 2), for subsets of m."""
+    return round(size / 2)
+
+
+def subset_df(scheme: str, count: int) -> int:
+    """Degrees of freedom of the t interval from `count` subset scores: B - 1, B = count (count / 2 for the
+    rate scheme, whose 2B scores are B of each size)."""
+    return (count // 2 if scheme == "rate" else count) - 1
+
+
+def _rate_factor(a: float, n: int, size: int) -> float:
+    """(N / m)^a - 1: the subset variance of m out of N over the variance at N, for Var ~ n^-a."""
+    return (n / size) ** a - 1
+
+
+def rate_exponent(ratio: float, n: int, size: int, small: int) -> float:
+    """The exponent a in `RATE_BOUNDS` for which subsets of `small` and of `size` out of `n` samples have
+    variances in the ratio `ratio` = var(small) / var(size) = ((N / m')^a - 1) / ((N / m)^a - 1)
+    (2^a + 1 for half- and quarter-subsets); a ratio outside the bounds' images, or not finite, is
+    clipped to the nearer bound (nan: the lower, the wider interval)."""
+    if not 0 < small < size < n:
+        raise ValueError(f"subsets of {small} and {size} samples out of N={n}: expected 0 < m' < m < N")
+
+    def implied(a: float) -> float:
+        return _rate_factor(a, n, small) / _rate_factor(a, n, size)
+
+    lo, hi = RATE_BOUNDS
+    if not ratio > implied(lo):  # also nan
+        return lo
+    if ratio >= implied(hi):
+        return hi
+    from scipy.optimize import brentq  # imported on first use: the CLI starts without scipy
+
+    return float(brentq(lambda a: implied(a) - ratio, lo, hi, xtol=1e-12))
+
+
+def subset_se(scores: Sequence[float] | np.ndarray, scheme: str, n: int, size: int, rate: float | None = None) -> float:
+    """Standard error of a score from its B subset scores (module docstring; 2B for the rate scheme, the B of
+    `size` first); `n` the full sample size, `size` the samples in each subset (the jackknife's N - N / B);
+    `rate` the exponent a of the "rate" scheme (in `RATE_BOUNDS`; only for it)."""
     s = np.asarray(scores, dtype=np.float64)
     b = s.size
     if b < 2:
         raise ValueError(f"a standard error needs at least 2 subset scores, got {b}")
+    if (rate is not None) != (scheme == "rate"):
+        raise ValueError(f"the rate scheme, and only it, takes an exponent: scheme {scheme!r}, rate {rate!r}")
     if scheme == "jackknife":
         return math.sqrt((b - 1) / b * float(((s - s.mean()) ** 2).sum()))
-    if scheme == "subsample":
+    if scheme in ("subsample", "rate"):
         if not 0 < size < n:
             raise ValueError(f"subsets of {size} samples out of N={n}: expected 0 < m < N")
-        return float(s.std(ddof=1)) * math.sqrt(size / (n - size))
+        if scheme == "subsample":
+            return float(s.std(ddof=1)) * math.sqrt(size / (n - size))
+        return _rate_se(_rate_scaled(s, n, size, rate))
     raise ValueError(f"resampling scheme must be one of {SCHEMES}, got {scheme!r}")
+
+
+def _rate_scaled(scores: np.ndarray, n: int, size: int, rate: float) -> np.ndarray:
+    """The rate scheme's 2B subset scores, each size's divided by sqrt((N / m)^a - 1): their spread is then
+    the spread at N (module docstring)."""
+    b = scores.size
+    if not RATE_BOUNDS[0] <= rate <= RATE_BOUNDS[1]:
+        raise ValueError(f"rate exponent {rate!r} is outside {list(RATE_BOUNDS)}")
+    if b % 2 or b < 4 or rate_small_size(size) < 1:
+        raise ValueError(f"the rate scheme's draws are B >= 2 scores on subsets of {size} and B on subsets of "
+                         f"{rate_small_size(size)}; got {b} scores")
+    factors = np.repeat([_rate_factor(rate, n, size), _rate_factor(rate, n, rate_small_size(size))], b // 2)
+    return scores / np.sqrt(factors)
+
+
+def _rate_se(scaled: np.ndarray) -> float:
+    """The standard error from scaled rate draws: the mean of the two sizes' variances, square-rooted."""
+    half = scaled.size // 2
+    return math.sqrt((float(scaled[:half].var(ddof=1)) + float(scaled[half:].var(ddof=1))) / 2)
 
 
 def t_quantile(level: float, df: int) -> float:
@@ -82,17 +159,27 @@ def paired_difference(
     size: int,
     *,
     extra_var: float = 0.0,
+    rates: tuple[float, float] | None = None,
 ) -> PairedDifference:
     """a - b for observed scores (a, b) with subset scores `draws` (a_b, b_b), drawn on the SAME subsets
     (same seed, N, scheme and size: the caller checks it). `extra_var`: variance added to the subset
-    one (the null means' estimation error for excesses over a null). A zero standard error with a
-    nonzero difference gives p = 0 on its side; two equal constant scores give p = 1 on both."""
+    one (the null means' estimation error for excesses over a null). `rates`: the two scores' exponents
+    under the "rate" scheme (each scales its own draws). A zero standard error with a nonzero difference
+    gives p = 0 on its side; two equal constant scores give p = 1 on both."""
     a, b = (np.asarray(d, dtype=np.float64) for d in draws)
     if a.shape != b.shape:
         raise ValueError(f"paired subset scores of different lengths: {a.size} and {b.size}")
-    se = math.sqrt(subset_se(a - b, scheme, n, size) ** 2 + extra_var)
+    if (rates is not None) != (scheme == "rate"):
+        raise ValueError(f"the rate scheme, and only it, takes the two exponents: scheme {scheme!r}, rates {rates!r}")
+    if scheme == "rate":
+        if not 0 < size < n:
+            raise ValueError(f"subsets of {size} samples out of N={n}: expected 0 < m < N")
+        subset = _rate_se(_rate_scaled(a, n, size, rates[0]) - _rate_scaled(b, n, size, rates[1]))
+    else:
+        subset = subset_se(a - b, scheme, n, size)
+    se = math.sqrt(subset**2 + extra_var)
     diff = observed[0] - observed[1]
-    df = a.size - 1
+    df = subset_df(scheme, a.size)
     if se == 0:
         greater = 0.0 if diff > 0 else 1.0
         less = 0.0 if diff < 0 else 1.0
@@ -115,4 +202,5 @@ def holm(p_values: Sequence[float]) -> list[float]:
     return adjusted
 
 
-__all__ = ["PairedDifference", "SCHEMES", "holm", "paired_difference", "subset_se", "t_quantile"]
+__all__ = ["PairedDifference", "RATE_BOUNDS", "SCHEMES", "holm", "paired_difference", "rate_exponent", "rate_small_size",
+           "subset_df", "subset_se", "t_quantile"]

@@ -31,7 +31,12 @@ metric's range. The metric declares how the subsets are drawn (`Metric.interval`
               LCS, CKNNA and the held-out residual, where leaving out a few samples moves the score by
               jumps (neighbour lists, another fit / held-out split): the grouped jackknife overstates their
               spread 1.3-3x, Politis & Romano's sqrt(m / N) understates it. This factor overstates it too,
-              less (mutual kNN: standard error 1.1-1.3x, coverage .975-.985): conservative, never short.
+              less (LCS; mutual kNN had standard error 1.1-1.3x, coverage .975-.985): never short.
+  rate        the B subsets of m of "subsample" and B more of m' = round(m / 2) beside them: the ratio of
+              the two sizes' variances, pooled over the grid's cells, gives the rate a in Var ~ N^-a
+              (kept in [1, 2]); each size estimates the variance at N as sd(score_b)^2 / ((N / m)^a - 1),
+              s^2 their mean (Bertail, Politis & Romano 1999; platobench/metrics/resampling.py). For mutual kNN and CKNNA, whose variance falls
+              faster than 1 / N near chance: coverage .93-.98 where half-subsets gave .97-1.00.
 Each choice, and the t quantile in place of B-quantiles of the subset scores (which for B = 20 read the
 tails from the two extreme draws and under-covered: CKA .86-.88 at nominal .95), was made by simulation:
 platobench/metrics/calibration.py measures the coverage on synthetic populations with known values,
@@ -57,7 +62,7 @@ from platobench.metrics.api import LayerSummaries, summarize_layers
 from platobench.metrics.heldout import HalfSplit
 from platobench.metrics.preprocess import LayerStack, RowSubset, prepared_layers
 from platobench.metrics.registry import INTERVAL_SCHEMES, Metric, get_metric
-from platobench.metrics.resampling import subset_se, t_quantile
+from platobench.metrics.resampling import rate_exponent, rate_small_size, subset_df, subset_se, t_quantile
 from platobench.metrics.selection import HELDOUT, Selection, reduce_grids, select, select_index
 from platobench.metrics.validation import DegenerateFeaturesError, check_fraction, check_int
 
@@ -255,6 +260,10 @@ def interval_method(metric: str, n_sub: int, frac: float, scheme: str | None = N
     scheme = scheme or get_metric(metric).interval
     if scheme == "jackknife":
         how = f"grouped jackknife: {n_sub} seeded groups, each left out once"
+    elif scheme == "rate":
+        how = (f"rate-corrected subsampling without replacement: {n_sub} subsets of {frac:g} N and {n_sub} of "
+               f"{frac / 2:g} N, Var ~ N^-a with a in [1, 2] from their variance ratio, variance at N the mean of "
+               f"each size's spread^2 / ((N / m)^a - 1)")
     else:
         how = f"subsampling without replacement: {n_sub} subsets of {frac:g} N, spread x sqrt(m / (N - m))"
     return f"{how}; t interval ({n_sub - 1} df)"
@@ -262,23 +271,28 @@ def interval_method(metric: str, n_sub: int, frac: float, scheme: str | None = N
 
 def _subsets(scheme: str, n: int, n_sub: int, size: int, gen: torch.Generator) -> Iterator[torch.Tensor]:
     """Sorted sample indices of each subset: all but one group of a seeded partition (jackknife), or
-    `size` samples drawn without replacement (subsample)."""
+    `size` samples drawn without replacement (subsample; rate: then `n_sub` more of `rate_small_size(size)`,
+    so that its first `n_sub` subsets are the subsample scheme's)."""
     if scheme == "jackknife":
         groups = torch.tensor_split(torch.randperm(n, generator=gen), n_sub)
         for b in range(n_sub):
             keep = torch.ones(n, dtype=torch.bool)
             keep[groups[b]] = False
             yield keep.nonzero().flatten()
-    else:
+        return
+    for _ in range(n_sub):
+        yield torch.randperm(n, generator=gen)[:size].sort().values
+    if scheme == "rate":
         for _ in range(n_sub):
-            yield torch.randperm(n, generator=gen)[:size].sort().values
+            yield torch.randperm(n, generator=gen)[:rate_small_size(size)].sort().values
 
 
 @dataclass(frozen=True)
 class SubsetDraws:
-    """The B subset scores of one selected score (`subset_draws`): `scores` [B] in subset order, drawn by
-    `scheme` with `size` of the `n` samples in each; `observed` the full-sample score; `bounds` the
-    metric's range (None: unbounded)."""
+    """The B subset scores of one selected score (`subset_draws`): `scores` [B] in subset order (2B for the
+    rate scheme: B of `size` samples, then B of `rate_small_size(size)`), drawn by `scheme` with `size` of
+    the `n` samples in each; `observed` the full-sample score; `bounds` the
+    metric's range (None: unbounded); `rate` the exponent a of the "rate" scheme (None for the others)."""
 
     observed: float
     scores: np.ndarray
@@ -286,15 +300,16 @@ class SubsetDraws:
     n: int
     size: int
     bounds: tuple[float, float] | None
+    rate: float | None = None
 
     @property
     def se(self) -> float:
         """The standard error (platobench/metrics/resampling.py)."""
-        return subset_se(self.scores, self.scheme, self.n, self.size)
+        return subset_se(self.scores, self.scheme, self.n, self.size, self.rate)
 
     def interval(self, level: float) -> Interval:
         """observed +- t_{B-1, (1+level)/2} se, clipped to the metric's range."""
-        half = t_quantile(level, len(self.scores) - 1) * self.se
+        half = t_quantile(level, subset_df(self.scheme, len(self.scores))) * self.se
         lo, hi = self.observed - half, self.observed + half
         if self.bounds is not None:
             lo, hi = max(lo, self.bounds[0]), min(hi, self.bounds[1])
@@ -343,12 +358,15 @@ def subset_draws(
     scheme = scheme or interval_scheme(metric, selection)
     subsets = interval_subsets(metric, n, n_sub=n_sub, frac=frac, seed=seed, scheme=scheme)
     size = len(subsets[0])
+    grids = []  # each subset's grid (held out: its cross-fitted score), for the rate scheme's variances
     scores = []
-    for idx in _draws(iter(subsets), n_sub, f"interval {m.id}", progress):
+    for idx in _draws(iter(subsets), len(subsets), f"interval {m.id}", progress):
         try:
             if heldout:  # each subset's samples stay in their halves, cross-fitted as the full sample is
-                scores.append(HalfSplit.of(metric, stacks, n, seed=seed, preprocess=preprocess, within=idx,
-                                           **params).cross_fit().score)
+                score = HalfSplit.of(metric, stacks, n, seed=seed, preprocess=preprocess, within=idx,
+                                     **params).cross_fit().score
+                grids.append(torch.tensor([[score]], dtype=torch.float64))
+                scores.append(score)
                 continue
             sub = summarize_layers(
                 metric, RowSubset(stacks[0], idx), RowSubset(stacks[1], idx), preprocess=preprocess, **only, **params
@@ -358,14 +376,28 @@ def subset_draws(
                                           f"{exc}", side=exc.side, layer=exc.layer, on_subset=True) from None
         except UserError as exc:
             raise UserError(f"subsample_ci: subsets of {len(idx)} samples are too small for {metric}: {exc}") from None
-        scores.append(select(sub.grid(), sub_selection, m.higher_is_better).score)
-    return SubsetDraws(obs, np.asarray(scores, dtype=np.float64), scheme, n, size, m.range)
+        grids.append(sub.grid())
+        scores.append(select(grids[-1], sub_selection, m.higher_is_better).score)
+    rate = _pooled_rate(torch.stack(grids[:n_sub]), torch.stack(grids[n_sub:]), n, size) if scheme == "rate" else None
+    return SubsetDraws(obs, np.asarray(scores, dtype=np.float64), scheme, n, size, m.range, rate)
+
+
+def _pooled_rate(larger: torch.Tensor, smaller: torch.Tensor, n: int, size: int) -> float:
+    """The rate scheme's exponent from the grids [B, Lx, Ly] of B subsets of `size` and of B of
+    `rate_small_size(size)` samples: the ratio of their variances summed over the cells (cells that are not
+    finite left out), `rate_exponent`."""
+    var_large, var_small = (g.var(0, unbiased=True) for g in (larger.double(), smaller.double()))
+    finite = var_large.isfinite() & var_small.isfinite()
+    ratio = float(var_small[finite].sum() / var_large[finite].sum()) if finite.any() else math.nan
+    return rate_exponent(ratio, n, size, rate_small_size(size))
 
 
 def interval_subsets(metric: str, n: int, *, n_sub: int = 50, frac: float = 0.5, seed: int = 0,
                      scheme: str | None = None) -> list[torch.Tensor]:
-    """The B sorted index tensors of the samples each interval subset keeps, as `subset_draws` scores them
-    for the same (metric, N, B, frac, seed, scheme). `scheme` defaults to the metric's declared `interval`."""
+    """The sorted index tensors of the samples each interval subset keeps, as `subset_draws` scores them
+    for the same (metric, N, B, frac, seed, scheme): B of them, 2B for the rate scheme (the B of
+    `subset_size` samples, then B of `rate_small_size` of that). `scheme` defaults to the metric's declared
+    `interval`."""
     n_sub = check_int(n_sub, "n_sub", 2)
     check_fraction(frac, "frac")
     seed = check_int(seed, "seed", 0)
@@ -373,6 +405,9 @@ def interval_subsets(metric: str, n: int, *, n_sub: int = 50, frac: float = 0.5,
     if scheme not in INTERVAL_SCHEMES:
         raise UserError(f"interval scheme must be one of {INTERVAL_SCHEMES}, got {scheme!r}")
     size = subset_size(scheme, n, n_sub, frac)
+    if scheme == "rate" and rate_small_size(size) < 2:
+        raise UserError(f"frac={frac} gives subsets of {size} samples out of N={n}: the rate scheme's second "
+                        f"size, {rate_small_size(size)}, needs at least 2")
     return list(_subsets(scheme, n, n_sub, size, torch.Generator().manual_seed(seed)))
 
 
@@ -411,8 +446,8 @@ def subsample_ci(
     2 <= m <= N - 1, of the "subsample" scheme (the jackknife leaves out N / B samples); level: coverage
     in (0, 1); seed: torch.Generator seed of the subsets. summaries: the full-sample summaries when already
     computed; progress: a bar over the subsets (None: as `draw_bars`). Cost: B layer grids for "best";
-    for a fixed layer pair ("last", "i,j") each subset summarises only that pair. scheme: "jackknife" or
-    "subsample" in place of the metric's own `Metric.interval` (to compare them; records use the metric's).
+    for a fixed layer pair ("last", "i,j") each subset summarises only that pair (the rate scheme draws 2B
+    subsets). scheme: "jackknife", "subsample" or "rate" in place of the metric's own `Metric.interval` (to compare them; records use the metric's).
     """
     check_fraction(level, "level")
     return subset_draws(metric, Xs, Ys, selection=selection, n_sub=n_sub, frac=frac, seed=seed, preprocess=preprocess,

@@ -30,6 +30,7 @@ from pydantic import (
 
 from platobench.errors import UserError
 from platobench.files.ids import ID_RULE, check_id, check_model_name, shown
+from platobench.metrics.resampling import RATE_BOUNDS
 from platobench.version import __version__
 
 SCHEMA_VERSION = 3
@@ -156,18 +157,21 @@ class IntervalRef(_Strict):
     # independent of N) or "expected_at_n" (the expected score of N samples); absent in records written
     # before it was stated, and in zero-shot and stitch records, whose intervals say what they are in `method`.
     estimand: Literal["population", "expected_at_n"] | None = None
-    # How the subsets were drawn (platobench/metrics/resampling.py: "jackknife" or "subsample"), the
+    # How the subsets were drawn (platobench/metrics/resampling.py: "jackknife", "subsample" or "rate"), the
     # samples in each, and the selected score on each subset in subset order: paired records state them
     # (since paired verdicts), so that two records of one setting on one sample set, scored on the same
-    # subsets, can be compared by their subset-wise differences.
-    scheme: Literal["jackknife", "subsample"] | None = None
+    # subsets, can be compared by their subset-wise differences. `rate`: the rate scheme's exponent a
+    # (Var ~ N^-a, in resampling.RATE_BOUNDS), stated with it and only with it; that scheme's draws are
+    # 2B scores, B on subsets of `subset_size` samples, then B on subsets of half as many.
+    scheme: Literal["jackknife", "subsample", "rate"] | None = None
     subset_size: Count | None = Field(default=None, ge=1)
     draws: Draws | None = None
+    rate: Number | None = None
 
     @model_serializer(mode="wrap")
     def _omit_unstated(self, handler: Any) -> dict[str, Any]:
         """An older record, which never stated these, is written back byte for byte."""
-        return _omit_none(handler(self), "estimand", "scheme", "subset_size", "draws")
+        return _omit_none(handler(self), "estimand", "scheme", "subset_size", "draws", "rate")
 
     @model_validator(mode="after")
     def _draws_stated_together(self) -> IntervalRef:
@@ -176,6 +180,14 @@ class IntervalRef(_Strict):
             raise ValueError("an interval states its scheme, subset_size and draws together or none of them")
         if self.draws is not None and len(self.draws) < 2:
             raise ValueError(f"an interval's draws need at least 2 subset scores, got {len(self.draws)}")
+        if (self.rate is not None) != (self.scheme == "rate"):
+            raise ValueError(f"an interval states a rate exponent with the rate scheme and only with it "
+                             f"(scheme {self.scheme!r}, rate {self.rate!r})")
+        if self.rate is not None and not RATE_BOUNDS[0] <= self.rate <= RATE_BOUNDS[1]:
+            raise ValueError(f"the rate exponent {self.rate} is outside {list(RATE_BOUNDS)}")
+        if self.scheme == "rate" and (len(self.draws) % 2 or len(self.draws) < 4):
+            raise ValueError(f"the rate scheme's draws are B >= 2 scores on subsets of each of two sizes, "
+                             f"got {len(self.draws)}")
         return self
 
 

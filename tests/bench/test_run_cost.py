@@ -71,6 +71,9 @@ def test_the_gate_and_the_cost_model():
     slow = paired_cost("d", "rotation_residual_heldout", 1024, 1, 2, 768, 100, 0, 0.5)
     assert slow.seconds > paired_cost("e", "cka", 1024, 1, 2, 768, 100, 0, 0.5).seconds
     assert zeroshot_cost("f", "faq", 10, 1, 5, 10**7).seconds > CONFIRM_S
+    half = paired_cost("g", "mutual_knn", 1024, 91, 20, 768, 100, 50, 0.5, "subsample")
+    rate = paired_cost("g", "mutual_knn", 1024, 91, 20, 768, 100, 50, 0.5, "rate")  # and 50 quarter-subsets
+    assert rate.evaluations == half.evaluations + 91 * 50 and half.seconds < rate.seconds < 1.5 * half.seconds
 
 
 def test_long_nulls_and_intervals_show_a_bar_when_asked(monkeypatch):

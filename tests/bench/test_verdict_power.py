@@ -1,6 +1,6 @@
 """The board's paired verdicts by simulation (platobench/bench/verdict_power.py; figures in
-docs/statistics.md): power at a difference of about 3 standard deviations and the false-positive rate
-under a board-wide null, through the project's own scoring and verdict rule. The `calibration` tests run
+docs/statistics.md): the power of one comparison at a difference of about 3 standard deviations of the
+paired difference, and the false-positive rate under a board-wide null of 4 real rows, through the project's own scoring and verdict rule. The `calibration` tests run
 100 boards for the power (binomial standard error about .04 at .8) and 200 for the false-positive rate
 (about .015 at .05)."""
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from platobench.bench.verdict_power import NOISE, Board, main, verdict_rates
+from platobench.bench.verdict_power import NOISE, Board, main, power_ceiling, verdict_rates
 
 BOARDS = 100  # power
 NULL_BOARDS = 200  # the false-positive rate is near its bound for CKA: .06 on the first 100 boards, .040 on 200
@@ -17,11 +17,18 @@ NULL_BOARDS = 200  # the false-positive rate is near its bound for CKA: .06 on t
 
 def test_one_small_board_counts_its_verdicts(capsys):
     rates = verdict_rates("cka", Board(k=2, noise=0.8, strong_noise=0.3), 96, 2)
-    assert rates.power == 1.0 and rates.false_positive in (0.0, 0.5, 1.0) and rates.effect > 1
+    assert rates.power == 1.0 and rates.false_positive in (0.0, 0.5, 1.0) and rates.effect > 1 and rates.k == 2
+    assert rates.paired_effect > 1
     null = verdict_rates("cka", Board(k=2, noise=0.8), 96, 2)
-    assert null.power is None and null.effect is None
+    assert null.power is None and null.effect is None and null.paired_effect is None
     assert main(["--metric", "cka", "--n", "64", "--datasets", "1", "--k", "1"]) == 0
-    assert "| cka | 64 | 1 |" in capsys.readouterr().out
+    assert "| cka | 64 | 1 | 1 |" in capsys.readouterr().out
+
+
+def test_the_power_ceiling_is_the_noncentral_t_against_holms_first_step():
+    assert power_ceiling(3.0, 1) == pytest.approx(0.812, abs=1e-3)  # t_19 at .975: 2.093
+    assert power_ceiling(3.0, 4) == pytest.approx(0.601, abs=1e-3)  # Holm's first step, .05 / 4: 2.759
+    assert power_ceiling(0.0, 1) == pytest.approx(0.025, abs=1e-9)  # one side of a two-sided .05 test
 
 
 @pytest.fixture(autouse=True)
@@ -32,11 +39,22 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
+#: Metrics whose verdict does not yet reach the power asked of it, with the figure measured by this module.
+SHORT_OF_POWER = {
+    "mutual_knn": "power .745 of one comparison at 3.04 paired SD on 200 boards (ceiling with an exact standard "
+                  "error .823): the rate scheme's standard error of a kNN difference still overstates its spread "
+                  "about 1.2x",
+}
+
+
 @pytest.mark.calibration
-def test_cka_verdicts_have_power_at_three_sd():
-    base, strong = NOISE["cka"]
-    rates = verdict_rates("cka", Board(noise=base, strong_noise=strong), 256, BOARDS)
-    assert 2.7 <= rates.effect <= 3.5, rates
+@pytest.mark.parametrize("metric", [pytest.param(m, marks=[pytest.mark.xfail(strict=True, reason=SHORT_OF_POWER[m])]
+                                                 if m in SHORT_OF_POWER else []) for m in ("cka", "mutual_knn")])
+def test_one_comparison_has_power_at_three_paired_sd(metric):
+    """One real row against its matched control (K = 1), the stronger row 3 SD of the paired difference above."""
+    base, strong = NOISE[metric]
+    rates = verdict_rates(metric, Board(k=1, noise=base, strong_noise=strong), 256, BOARDS)
+    assert 2.7 <= rates.paired_effect <= 3.5, rates
     assert rates.power >= 0.8, rates
 
 

@@ -22,7 +22,7 @@ from platobench.data.subset import first_per_class
 from platobench.errors import UserError
 from platobench.features import extract as ex
 from platobench.features.store import FeatureStore
-from platobench.results import Provenance, load_records, record_path
+from platobench.results import Provenance, load_record, load_records, record_path, write_record
 from platobench.zoo import load_zoo
 
 PAIR = "demo/minilm-l6:demo/dinov2-s-imgfocus"
@@ -296,3 +296,26 @@ def test_the_inputs_memo_is_keyed_by_the_limit():
     setting, memo = Catalog().settings["demo-mknn"], {}
     sizes = [len(job_inputs(setting, limit, memo).dataset) for limit in (8, 16, 8)]
     assert sizes == [8, 16, 8] and len(memo) == 2
+
+
+def test_a_record_drawn_under_an_older_interval_scheme_is_recomputed(tmp_path, monkeypatch):
+    """Same inputs and setting, but the record's interval states a scheme this version no longer draws for
+    its metric (mutual kNN's half-subsets, before the rate scheme): the run recomputes it."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("PLATOBENCH_HOME", str(home))
+    seed_features(home, LANG.name, 24, seed=1)
+    seed_features(home, VIS.name, 24, seed=2)
+    monkeypatch.setattr("platobench.data.get_dataset", lambda name, limit=None: get_dataset(name, limit=24))
+    setting = Setting(id="tiny-mknn", dataset="openclipart-1024", metric="mutual_knn", params={"k": 3}, n_perm=5,
+                      n_ci=4)
+    store, out = FeatureStore(home / "features"), tmp_path / "r"
+    first = execute([Job(setting, LANG, VIS)], RunOptions(out=out, progress=False), store, scorers())
+    record = load_record(first.written[0])
+    assert record.ci.scheme == "rate"
+    assert execute([Job(setting, LANG, VIS)], RunOptions(out=out, progress=False), store, scorers()).up_to_date
+    older = record.model_copy(update={"ci": record.ci.model_copy(update={"scheme": "subsample", "rate": None,
+                                                                          "draws": record.ci.draws[:4]})})
+    write_record(out, older)
+    again = execute([Job(setting, LANG, VIS)], RunOptions(out=out, progress=False), store, scorers())
+    assert again.written and not again.up_to_date
+    assert load_record(again.written[0]).ci.scheme == "rate"

@@ -17,8 +17,8 @@ from platobench.leaderboard import baselines as bl
 from platobench.leaderboard.consistency import inconsistencies
 from platobench.leaderboard.paired import calibrated_difference, raw_difference, record_ranks, unpaired_reason
 from platobench.leaderboard.ranks import tie_ranks
-from platobench.metrics.resampling import holm, paired_difference, subset_se, t_quantile
-from platobench.metrics.stats import permutation_null, subsample_ci
+from platobench.metrics.resampling import holm, paired_difference, rate_exponent, subset_se, t_quantile
+from platobench.metrics.stats import permutation_null, subsample_ci, subset_draws
 from platobench.results import DatasetRef, IntervalRef, MetricRef, NullRef, Provenance, ResultRecord, SideRef
 from platobench.zoo import load_zoo
 
@@ -73,6 +73,60 @@ def test_a_paired_difference_cancels_what_both_scores_share():
     assert d.se == pytest.approx(subset_se(0.001 * own, "subsample", N, SIZE))  # the shared part is gone
     assert d.se < 0.1 * subset_se(a, "subsample", N, SIZE)
     assert d.p_greater < 1e-6 and d.p_less > 1 - 1e-6 and d.df == B - 1
+
+
+def test_rate_subset_se_follows_its_closed_form():
+    large, small = np.array([0.1, 0.4, 0.2, 0.3]), np.array([0.0, 0.5, 0.1, 0.6])
+    s = np.concatenate([large, small])
+    vl, vs = float(large.var(ddof=1)), float(small.var(ddof=1))
+    assert subset_se(s, "rate", 100, 50, 1.0) == pytest.approx(math.sqrt((vl / 1 + vs / 3) / 2))
+    assert subset_se(s, "rate", 100, 50, 2.0) == pytest.approx(math.sqrt((vl / 3 + vs / 15) / 2))
+    assert subset_se(s, "rate", 100, 40, 1.5) == pytest.approx(math.sqrt((vl / (2.5**1.5 - 1) + vs / (5**1.5 - 1)) / 2))
+    with pytest.raises(ValueError, match="got 3 scores"):
+        subset_se(s[:3], "rate", 100, 50, 1.0)
+    with pytest.raises(ValueError, match="only it"):
+        subset_se(s, "rate", 100, 50)
+    with pytest.raises(ValueError, match="only it"):
+        subset_se(s, "subsample", 100, 50, 1.0)
+    with pytest.raises(ValueError, match="outside"):
+        subset_se(s, "rate", 100, 50, 0.5)
+
+
+def test_rate_exponent_inverts_the_variance_ratio_and_keeps_its_bounds():
+    for a in (1.0, 1.3, 1.585, 2.0):  # half- and quarter-subsets: the ratio is 2^a + 1
+        assert rate_exponent(2**a + 1, 644, 322, 161) == pytest.approx(a, abs=1e-9)
+    n, m, small = 1000, 300, 150  # other sizes: ((N/m')^a - 1) / ((N/m)^a - 1)
+    assert rate_exponent(((n / small) ** 1.4 - 1) / ((n / m) ** 1.4 - 1), n, m, small) == pytest.approx(1.4, abs=1e-9)
+    assert rate_exponent(2.0, 644, 322, 161) == 1.0 and rate_exponent(9.0, 644, 322, 161) == 2.0
+    assert rate_exponent(math.nan, 644, 322, 161) == 1.0  # unknown: the wider interval
+    with pytest.raises(ValueError):
+        rate_exponent(3.0, 644, 161, 322)
+
+
+def test_rate_exponent_of_a_sample_mean_is_one():
+    """Known answer: the mean of m of N iid values has subset variance sigma^2 (1/m - 1/N), a = 1 exactly."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(400)
+    var = [np.var([x[rng.choice(400, m, replace=False)].mean() for _ in range(16000)], ddof=1) for m in (200, 100)]
+    assert rate_exponent(var[1] / var[0], 400, 200, 100) == pytest.approx(1.0, abs=0.1)
+
+
+def test_a_rate_difference_scales_each_score_by_its_own_rate():
+    a, b = 0.3 + 0.01 * SHARED, 0.28 + 0.01 * SHARED[::-1]
+    same = paired_difference((0.30, 0.28), (a, b), "rate", N, SIZE, rates=(1.5, 1.5))
+    assert same.se == pytest.approx(subset_se(a - b, "rate", N, SIZE, 1.5)) and same.df == B // 2 - 1
+    # against a constant score, the difference's standard error is the other score's own, at its own rate
+    const = np.full(B, 0.1)
+    assert paired_difference((0.3, 0.1), (a, const), "rate", N, SIZE, rates=(1.2, 1.8)).se == pytest.approx(
+        subset_se(a, "rate", N, SIZE, 1.2))
+    f = lambda r, m: math.sqrt((N / m) ** r - 1)  # noqa: E731
+    half = B // 2
+    scaled = np.concatenate([a[:half] / f(1.2, SIZE) - b[:half] / f(1.8, SIZE),
+                             a[half:] / f(1.2, SIZE // 2) - b[half:] / f(1.8, SIZE // 2)])
+    mixed = paired_difference((0.30, 0.28), (a, b), "rate", N, SIZE, rates=(1.2, 1.8))
+    assert mixed.se == pytest.approx(math.sqrt((scaled[:half].var(ddof=1) + scaled[half:].var(ddof=1)) / 2))
+    with pytest.raises(ValueError, match="two exponents"):
+        paired_difference((0.30, 0.28), (a, b), "rate", N, SIZE)
 
 
 def test_equal_and_shifted_draws_give_the_exact_p_values():
@@ -184,9 +238,16 @@ def scored() -> tuple[ResultRecord, list[torch.Tensor], list[torch.Tensor], Sett
 
 def test_a_scored_record_states_the_draws_its_interval_and_null_come_from(scored):
     record, xs, ys, setting = scored
-    assert record.ci.scheme == "subsample" and record.ci.subset_size == 48 and len(record.ci.draws) == 8
+    assert record.ci.scheme == "rate" and record.ci.subset_size == 48 and len(record.ci.draws) == 16
+    assert 1 <= record.ci.rate <= 2
     lo, hi = subsample_ci("mutual_knn", xs, ys, n_sub=8, frac=0.5, seed=0, preprocess="prh", k=5)
     assert (record.ci.lo, record.ci.hi) == (lo, hi)
+    # the rate scheme's first B draws are the half-subsets of the subsample scheme, then B quarter-subsets
+    half = subset_draws("mutual_knn", xs, ys, n_sub=8, frac=0.5, seed=0, preprocess="prh", scheme="subsample", k=5)
+    assert record.ci.draws[:8] == half.scores.tolist()
+    a, quarter = record.ci.rate, np.array(record.ci.draws[8:])
+    se = math.sqrt((half.se**2 / (2**a - 1) + quarter.var(ddof=1) / (4**a - 1)) / 2)
+    assert se == pytest.approx((record.ci.hi - record.ci.lo) / 2 / t_quantile(0.95, 7), rel=1e-12)
     null = permutation_null("mutual_knn", xs, ys, n_perm=30, seed=0, preprocess="prh", k=5)
     assert record.null.draws == null.values.tolist()
     assert inconsistencies(record) == []
@@ -198,6 +259,8 @@ def test_edited_draws_contradict_the_record(scored):
     ci_draws[0] += 0.05
     edited = record.model_copy(update={"ci": record.ci.model_copy(update={"draws": ci_draws})})
     assert any("subset scores" in p for p in inconsistencies(edited))
+    narrower = record.model_copy(update={"ci": record.ci.model_copy(update={"rate": 2.0 if record.ci.rate < 1.9 else 1.0})})
+    assert any("subset scores" in p for p in inconsistencies(narrower))
     null_draws = list(record.null.draws)
     null_draws[0] += 0.05
     edited = record.model_copy(update={"null": record.null.model_copy(update={"draws": null_draws})})
@@ -207,7 +270,9 @@ def test_edited_draws_contradict_the_record(scored):
 def test_check_compares_the_draws_themselves(scored):
     """Reordering the subset scores keeps the interval but changes every paired difference: check sees it."""
     record = scored[0]
-    shuffled = record.model_copy(update={"ci": record.ci.model_copy(update={"draws": record.ci.draws[::-1]})})
+    b = len(record.ci.draws) // 2  # the rate scheme: B half-subsets, then B quarter-subsets, each reversed
+    reordered = record.ci.draws[:b][::-1] + record.ci.draws[b:][::-1]
+    shuffled = record.model_copy(update={"ci": record.ci.model_copy(update={"draws": reordered})})
     assert inconsistencies(shuffled) == []
     moved = {d.field: d for d in compare(shuffled, record)}
     diff = next(d for name, d in moved.items() if name.startswith("ci.draws["))
@@ -218,3 +283,13 @@ def test_check_compares_the_draws_themselves(scored):
 def test_an_interval_states_its_draws_whole():
     with pytest.raises(ValueError, match="together"):
         IntervalRef(lo=0, hi=1, level=0.95, method="m", draws=[0.1, 0.2])
+    whole = {"lo": 0, "hi": 1, "level": 0.95, "method": "m", "subset_size": 5, "draws": [0.1, 0.2, 0.3, 0.4]}
+    with pytest.raises(ValueError, match="rate exponent with the rate scheme"):
+        IntervalRef(**whole, scheme="rate")
+    with pytest.raises(ValueError, match="rate exponent with the rate scheme"):
+        IntervalRef(**whole, scheme="subsample", rate=1.5)
+    with pytest.raises(ValueError, match="outside"):
+        IntervalRef(**whole, scheme="rate", rate=2.5)  # a user's edit cannot narrow it past a = 2
+    assert IntervalRef(**whole, scheme="rate", rate=1.5).rate == 1.5
+    with pytest.raises(ValueError, match="two sizes"):
+        IntervalRef(**{**whole, "draws": [0.1, 0.2, 0.3]}, scheme="rate", rate=1.5)
