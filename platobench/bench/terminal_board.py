@@ -26,8 +26,10 @@ from platobench.leaderboard.baselines import (
     BASELINE,
     BEATS,
     BELOW,
+    BELOW_NULL,
     NO_DIFFERENCE,
     NO_MATCH,
+    NOT_ABOVE_NULL,
     STRONGEST,
     TIES_NO_CI,
     WITHIN,
@@ -49,10 +51,12 @@ WIDTH = 120  # the terminal width the plain board is laid out for; notes are wra
 SHORT_VERDICTS = (  # (full, short) in order: the printed verdict column; --json keeps the full text
     (BEATS, "beats"), (NO_DIFFERENCE, "no evidence"), (NO_MATCH, "no control"), (WITHIN, "within CI"),
     (BELOW, "below"), (TIES_NO_CI, "ties (no CI)"), (STRONGEST, "strongest"), (BASELINE + AT_NULL, "at null"),
+    (NOT_ABOVE_NULL, "not > null"), (BELOW_NULL, "< null"),
 )
 VERDICT_KEY = ("verdict vs the matched baselines (paired tests, Holm over the board): beats / no evidence (of a "
                "difference) / below; within CI: records without subset scores, by interval overlap; strongest / "
-               "baseline / at null (its own null) for baseline rows; full text under --json.")
+               "baseline / at null (its own null) for baseline rows; not > null / < null: no baseline exceeds its null, so the "
+               "record's own null is the bar; full text under --json.")
 
 
 def short_verdict(verdict: str) -> str:

@@ -27,7 +27,8 @@ against the board's *strongest baseline* (the baseline record that exceeds its n
 calibrated score): "beats baselines" when its calibrated interval lies above the strongest baseline's
 (above 0 when no baseline exceeds its null), "below baseline" below it, "within baseline CI" when they
 overlap (a weak test: overlap is not equality); without a null or a CI the raw scores are compared and
-the verdict says "(no CI)".
+the verdict says "(no CI)". When no baseline exceeds its null the bar is the record's own null, and the
+verdicts say so: "not above its null" (the calibrated interval holds 0) or "below its null".
 
 Baseline records get "strongest baseline", "baseline" or "baseline (at null)" (it does not exceed its
 own null); a real record without a finite score gets "no score". A board without any baseline record gets
@@ -58,6 +59,8 @@ AT_NULL = " (at null)"
 NO_SCORE = "no score"
 NO_DIFFERENCE = "no evidence of a difference"
 NO_MATCH = "no matched baseline"
+NOT_ABOVE_NULL = "not above its null"  # no baseline exceeds its null either: the record's own null is the bar
+BELOW_NULL = "below its null"
 ALPHA = 0.05  # the permutation p-value at most which a record exceeds its null
 
 
@@ -128,8 +131,8 @@ def verdict(record: ResultRecord, strongest: ResultRecord | None) -> str:
         if mine[0] > bar[1] and (strongest is not None or exceeds_null(record)):
             return BEATS
         if mine[1] < bar[0]:
-            return BELOW
-        return WITHIN
+            return BELOW if strongest is not None else BELOW_NULL
+        return WITHIN if strongest is not None else NOT_ABOVE_NULL
     if strongest is None:
         return WITHIN + NO_CI  # no calibrated interval to compare with the null
     higher = record.metric.higher_is_better

@@ -193,7 +193,9 @@ def test_with_every_baseline_at_null_real_pairs_are_judged_against_their_own_nul
     weak = with_ci(make_record("s", "demo/mpnet-base", V, 0.11), 0.09, 0.13)
     got = bl.verdicts([at_null, real, weak])
     assert got[at_null.pair_id] == "baseline (at null)"
-    assert got[real.pair_id] == "beats baselines" and got[weak.pair_id] == "within baseline CI"
+    assert got[real.pair_id] == "beats baselines" and got[weak.pair_id] == "not above its null"
+    below = with_ci(make_record("s", "demo/mpnet-base", V, 0.05), 0.03, 0.07)  # calibrated interval below 0
+    assert bl.verdicts([at_null, below])[below.pair_id] == "below its null"
     assert bl.board_sentence([at_null, real, weak]) == (
         "No baseline exceeds its own null on this board; 1 of 2 real pairs exceed theirs beyond the confidence "
         "intervals.")
