@@ -120,7 +120,8 @@ class PairedProtocol(Protocol):
         from platobench.metrics.stats import interval_scheme
 
         cells, layers = (shape[0] * shape[1], shape[0] + shape[1]) if fixed is None else (1, 2)
-        scheme = interval_scheme(setting.metric, setting.selection)
+        scheme = interval_scheme(setting.metric, setting.selection, len(inputs.dataset), setting.ci_fraction,
+                                 setting.params)
         return paired_cost(label, setting.metric, len(inputs.dataset), cells, layers, max(widths, default=None),
                            setting.n_perm, setting.n_ci, setting.ci_fraction, scheme)
 

@@ -242,7 +242,8 @@ def _stale_interval(old: ResultRecord, setting: Setting) -> bool:
     """A paired record whose interval states another scheme than this version's for its setting."""
     if old.kind != "paired" or old.ci is None or old.ci.scheme is None:
         return False
-    return old.ci.scheme != interval_scheme(setting.metric, setting.selection)
+    return old.ci.scheme != interval_scheme(setting.metric, setting.selection, old.dataset.n, setting.ci_fraction,
+                                            setting.params)
 
 
 @dataclass(frozen=True)

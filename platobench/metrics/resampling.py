@@ -45,9 +45,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from platobench.results.schema import RATE_BOUNDS  # the range the rate scheme's exponent is kept in
+
 SCHEMES = ("jackknife", "subsample", "rate")
-#: The range the rate scheme's exponent a (Var ~ N^-a) is kept in (module docstring).
-RATE_BOUNDS = (1.0, 2.0)
 
 
 def rate_small_size(size: int) -> int:

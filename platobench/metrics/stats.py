@@ -247,12 +247,29 @@ def permutation_null(
     )
 
 
-def interval_scheme(metric: str, selection: str | tuple[int, int]) -> str:
+def interval_scheme(metric: str, selection: str | tuple[int, int], n: int | None = None, frac: float = 0.5,
+                    params: dict[str, Any] | None = None) -> str:
     """How the interval of `metric` under `selection` resamples: the metric's own `Metric.interval`, but
     "subsample" for a held-out selection whatever the metric (whether a cell wins its half flips by jumps
     when a few samples leave, so the grouped jackknife overstates the spread: unbiased CKA held out on the
-    flat population, standard error 1.7x the score's sd with the jackknife, 1.1x with half-subsets)."""
-    return "subsample" if selection == HELDOUT else get_metric(metric).interval
+    flat population, standard error 1.7x the score's sd with the jackknife, 1.1x with half-subsets), and
+    "subsample" in place of "rate" when N is given and the rate scheme's second subsets (`rate_small_size`
+    of round(frac N)) are too few samples for the metric with `params` (e.g. k >= m' for a kNN metric, as
+    in a small `--limit` run): the interval is then the half-subset one, and the record says so."""
+    m = get_metric(metric)
+    if selection == HELDOUT:
+        return "subsample"
+    if m.interval != "rate" or n is None:
+        return m.interval
+    small = rate_small_size(round(frac * n))
+    try:
+        if small < 2:
+            raise UserError(f"subsets of {small} samples")
+        if m.validate is not None:
+            m.validate(small, m.resolve_params(params or {}))
+    except UserError:
+        return "subsample"
+    return "rate"
 
 
 def interval_method(metric: str, n_sub: int, frac: float, scheme: str | None = None) -> str:
@@ -355,7 +372,7 @@ def subset_draws(
         fixed = select_index(tuple(grid.shape), selection)
     only = {} if fixed is None else {"x_layers": [fixed[0]], "y_layers": [fixed[1]]}
     sub_selection = selection if fixed is None else (0, 0)
-    scheme = scheme or interval_scheme(metric, selection)
+    scheme = scheme or interval_scheme(metric, selection, n, frac, params)
     subsets = interval_subsets(metric, n, n_sub=n_sub, frac=frac, seed=seed, scheme=scheme)
     size = len(subsets[0])
     grids = []  # each subset's grid (held out: its cross-fitted score), for the rate scheme's variances

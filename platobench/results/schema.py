@@ -30,7 +30,6 @@ from pydantic import (
 
 from platobench.errors import UserError
 from platobench.files.ids import ID_RULE, check_id, check_model_name, shown
-from platobench.metrics.resampling import RATE_BOUNDS
 from platobench.version import __version__
 
 SCHEMA_VERSION = 3
@@ -146,6 +145,11 @@ class NullRef(_Strict):
     @model_serializer(mode="wrap")
     def _omit_unstated(self, handler: Any) -> dict[str, Any]:
         return _omit_none(handler(self), "draws")
+
+
+#: The range a record's rate exponent may take (`IntervalRef.rate`; platobench/metrics/resampling.py reads
+#: its estimates into it): Var ~ N^-a, from 1 / N far from chance to 1 / N^2 at chance.
+RATE_BOUNDS = (1.0, 2.0)
 
 
 class IntervalRef(_Strict):

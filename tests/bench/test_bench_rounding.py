@@ -82,7 +82,9 @@ def test_record_says_how_its_interval_was_made_and_what_it_is_for():
     xs = [z @ torch.randn(4, 8, generator=g) + torch.randn(80, 8, generator=g)]
     ys = [z @ torch.randn(4, 6, generator=g) + torch.randn(80, 6, generator=g)]
     knn = _score(_setting(n_ci=6), xs, ys).ci
-    assert knn.estimand == "expected_at_n" and knn.method.startswith("subsampling without replacement: 6 subsets of 0.5 N")
+    assert knn.estimand == "expected_at_n" and knn.method.startswith(
+        "rate-corrected subsampling without replacement: 6 subsets of 0.5 N and 6 of 0.25 N")
+    assert knn.scheme == "rate" and len(knn.draws) == 12 and 1 <= knn.rate <= 2
     cka = _score(_setting("cka", n_ci=6), xs, ys).ci
     assert cka.estimand == "population" and cka.method.startswith("grouped jackknife: 6 seeded groups")
     biased = _score(Setting(id="t", dataset="x", metric="cka", params={"estimator": "biased"}, preprocess="l2",

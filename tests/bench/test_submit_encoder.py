@@ -232,7 +232,7 @@ def copied(record, language=None, vision=None, **dataset):
               for side, name in (("x", language), ("y", vision)) if name}
     update = {**models, "dataset": record.dataset.model_copy(update=dataset)}
     if "n" in dataset and record.ci is not None:  # its subset scores would give another interval at another N
-        update["ci"] = record.ci.model_copy(update={"draws": None, "scheme": None, "subset_size": None})
+        update["ci"] = record.ci.model_copy(update={"draws": None, "scheme": None, "subset_size": None, "rate": None})
     return record.model_copy(update=update)
 
 

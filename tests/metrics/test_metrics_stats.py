@@ -153,25 +153,38 @@ def reference_ci(metric: str, xs, ys, sel, n_sub: int, frac: float, seed: int, p
     from scipy import stats as sps
 
     from platobench.metrics import get_metric, layer_grid
+    from platobench.metrics.resampling import rate_exponent
     from platobench.metrics.selection import select
 
     m = get_metric(metric)
     n = xs[0].shape[0]
     gen = torch.Generator().manual_seed(seed)
+    size = round(frac * n)
     if m.interval == "jackknife":
         groups = torch.tensor_split(torch.randperm(n, generator=gen), n_sub)
         subsets = [torch.tensor(sorted(set(range(n)) - set(g.tolist()))) for g in groups]
-    else:
-        subsets = [torch.randperm(n, generator=gen)[:round(frac * n)].sort().values for _ in range(n_sub)]
-    def scored(idx=None):
+    else:  # rate: then as many subsets of half as many samples
+        sizes = [size] * n_sub + ([round(size / 2)] * n_sub if m.interval == "rate" else [])
+        subsets = [torch.randperm(n, generator=gen)[:k].sort().values for k in sizes]
+
+    def grid(idx=None):
         a = xs if idx is None else [x[idx] for x in xs]
         b = ys if idx is None else [y[idx] for y in ys]
-        return select(layer_grid(metric, a, b, preprocess=preprocess, **params), sel, m.higher_is_better).score
+        return layer_grid(metric, a, b, preprocess=preprocess, **params)
+
+    def scored(idx=None):
+        return select(grid(idx), sel, m.higher_is_better).score
     s = torch.tensor([scored(idx) for idx in subsets], dtype=torch.float64)
     if m.interval == "jackknife":
         se = math.sqrt((n_sub - 1) / n_sub * float(((s - s.mean()) ** 2).sum()))
-    else:
-        se = float(s.std()) * math.sqrt(len(subsets[0]) / (n - len(subsets[0])))
+    elif m.interval == "subsample":
+        se = float(s.std()) * math.sqrt(size / (n - size))
+    else:  # the exponent from the variances of every cell the implementation scores (one for a fixed pair)
+        cells = torch.stack([grid(idx).flatten() if sel == "best" else s[b : b + 1] for b, idx in enumerate(subsets)])
+        small = round(size / 2)
+        a = rate_exponent(float(cells[n_sub:].double().var(0).sum() / cells[:n_sub].double().var(0).sum()), n, size,
+                          small)
+        se = math.sqrt((float(s[:n_sub].var()) / ((n / size) ** a - 1) + float(s[n_sub:].var()) / ((n / small) ** a - 1)) / 2)
     half = sps.t.ppf(0.5 + level / 2, n_sub - 1) * se
     obs = scored()
     lo, hi = obs - half, obs + half
@@ -322,3 +335,18 @@ def test_prh_quantiles_are_computed_once_per_interval(monkeypatch):
     xs, ys = prh_case(40, [8, 5], 6), prh_case(40, [6], 7)
     subsample_ci("cka", xs, ys, n_sub=10, seed=0, preprocess="prh")
     assert sorted(calls) == ["Xs", "Xs", "Ys", "Ys"]  # the full-sample grid, then once for all 10 subsets
+
+
+def test_the_rate_scheme_falls_back_to_half_subsets_where_its_second_subsets_are_too_small():
+    """mutual kNN at N = 16, k = 5: quarter-subsets of 4 samples hold no 5 neighbours; the interval is then the
+    half-subset one (a small --limit run still gets one), and says so in its scheme."""
+    from platobench.metrics.stats import interval_scheme, subset_draws
+
+    assert interval_scheme("mutual_knn", "best") == "rate" and interval_scheme("mutual_knn", "best", 644) == "rate"
+    assert interval_scheme("mutual_knn", "best", 16, 0.5, {"k": 5}) == "subsample"
+    assert interval_scheme("mutual_knn", "best", 24, 0.5, {"k": 5}) == "rate"  # quarter-subsets of 6
+    assert interval_scheme("mutual_knn", "heldout", 644) == "subsample"
+    g = torch.Generator().manual_seed(0)
+    xs, ys = [torch.randn(16, 4, generator=g)], [torch.randn(16, 3, generator=g)]
+    draws = subset_draws("mutual_knn", xs, ys, n_sub=4, preprocess="l2", k=5)
+    assert draws.scheme == "subsample" and draws.rate is None and len(draws.scores) == 4
