@@ -164,7 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     print("| metric | N | boards | K | power (row 0 beats) | ceiling (exact se) | effect, paired SD (one-score SD) | "
-          "false-positive rate (board-wide null, largest K) | seconds |")
+          "false-positive rate (board-wide null, largest K) | seconds (these boards and the null ones) |")
     print("|---|---|---|---|---|---|---|---|---|")
     for metric in args.metric or sorted(METRICS):
         base, strong = NOISE[metric]

@@ -99,11 +99,10 @@ def subset_se(scores: Sequence[float] | np.ndarray, scheme: str, n: int, size: i
         raise ValueError(f"the rate scheme, and only it, takes an exponent: scheme {scheme!r}, rate {rate!r}")
     if scheme == "jackknife":
         return math.sqrt((b - 1) / b * float(((s - s.mean()) ** 2).sum()))
-    if scheme in ("subsample", "rate"):
-        if not 0 < size < n:
-            raise ValueError(f"subsets of {size} samples out of N={n}: expected 0 < m < N")
-        if scheme == "subsample":
-            return float(s.std(ddof=1)) * math.sqrt(size / (n - size))
+    if scheme == "subsample":
+        _check_size(n, size)
+        return float(s.std(ddof=1)) * math.sqrt(size / (n - size))
+    if scheme == "rate":
         return _rate_se(_rate_scaled(s, n, size, rate))
     raise ValueError(f"resampling scheme must be one of {SCHEMES}, got {scheme!r}")
 
@@ -112,6 +111,7 @@ def _rate_scaled(scores: np.ndarray, n: int, size: int, rate: float) -> np.ndarr
     """The rate scheme's 2B subset scores, each size's divided by sqrt((N / m)^a - 1): their spread is then
     the spread at N (module docstring)."""
     b = scores.size
+    _check_size(n, size)
     if not RATE_BOUNDS[0] <= rate <= RATE_BOUNDS[1]:
         raise ValueError(f"rate exponent {rate!r} is outside {list(RATE_BOUNDS)}")
     if b % 2 or b < 4 or rate_small_size(size) < 1:
@@ -119,6 +119,11 @@ def _rate_scaled(scores: np.ndarray, n: int, size: int, rate: float) -> np.ndarr
                          f"{rate_small_size(size)}; got {b} scores")
     factors = np.repeat([_rate_factor(rate, n, size), _rate_factor(rate, n, rate_small_size(size))], b // 2)
     return scores / np.sqrt(factors)
+
+
+def _check_size(n: int, size: int) -> None:
+    if not 0 < size < n:
+        raise ValueError(f"subsets of {size} samples out of N={n}: expected 0 < m < N")
 
 
 def _rate_se(scaled: np.ndarray) -> float:
@@ -172,8 +177,6 @@ def paired_difference(
     if (rates is not None) != (scheme == "rate"):
         raise ValueError(f"the rate scheme, and only it, takes the two exponents: scheme {scheme!r}, rates {rates!r}")
     if scheme == "rate":
-        if not 0 < size < n:
-            raise ValueError(f"subsets of {size} samples out of N={n}: expected 0 < m < N")
         subset = _rate_se(_rate_scaled(a, n, size, rates[0]) - _rate_scaled(b, n, size, rates[1]))
     else:
         subset = subset_se(a - b, scheme, n, size)
