@@ -165,7 +165,7 @@ class IntervalRef(_Strict):
     # samples in each, and the selected score on each subset in subset order: paired records state them
     # (since paired verdicts), so that two records of one setting on one sample set, scored on the same
     # subsets, can be compared by their subset-wise differences. `rate`: the rate scheme's exponent a
-    # (Var ~ N^-a, in resampling.RATE_BOUNDS), stated with it and only with it; that scheme's draws are
+    # (Var ~ N^-a, in RATE_BOUNDS above), stated with it and only with it; that scheme's draws are
     # 2B scores, B on subsets of `subset_size` samples, then B on subsets of half as many.
     scheme: Literal["jackknife", "subsample", "rate"] | None = None
     subset_size: Count | None = Field(default=None, ge=1)
