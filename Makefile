@@ -6,7 +6,8 @@ FLOORS ?= .venv-floors
 FLOORS_STAMP := $(FLOORS)/.platobench-installed
 PYTEST_ARGS ?=
 # pytest-xdist workers: one per core of the 2-core build machines; each worker takes whole test files
-# (`loadfile`), so a module's fixtures are built once. WORKERS=0 runs the suite in one process.
+# (`loadfile`), so a module's fixtures are built once; `calibrate` hands out single tests (`load`): its cells
+# are independent and one file holds them all. WORKERS=0 runs the suite in one process.
 WORKERS ?= 2
 XDIST   := -n $(WORKERS) --dist loadfile
 
@@ -28,7 +29,7 @@ test-fast: install  ## skip the tests marked slow
 	$(PY) -m pytest -q $(XDIST) -m "not slow and not calibration" $(PYTEST_ARGS)
 
 calibrate: install  ## interval coverage and permutation-test size on synthetic populations (CI, after test)
-	$(PY) -m pytest -q $(XDIST) -m calibration $(PYTEST_ARGS)
+	$(PY) -m pytest -q -n $(WORKERS) --dist load -m calibration $(PYTEST_ARGS)
 
 # The floors venv shares the Debian data and the prepared demo weights ($PLATOBENCH_HOME) of `make install`.
 $(FLOORS_STAMP): pyproject.toml requirements-demo.txt scripts/install_python.sh scripts/floors.py

@@ -205,7 +205,7 @@ ROTATION_RESIDUAL_HELDOUT = register(
         "residual 2 - 2 tr(Q^T Hx^T Hy) on the other half scaled to unit norm; in [0, 4], lower is better.",
         range=(0.0, 4.0),
         identity_score=0.0,
-        interval="subsample",
+        interval="rate",
         estimand="expected_at_n",
     )
 )

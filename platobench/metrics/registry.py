@@ -74,8 +74,8 @@ class Metric:
         "jackknife" (grouped delete-d jackknife, for scores that are smooth functions of sample moments:
         CKA, SVCCA, the in-sample rotation residual; and cycle kNN, which half-subsets under-cover) or
         "subsample" (half-subsets, the delete-d jackknife factor, for scores built on neighbour sets or a
-        sample split: LCS, the held-out residual) or "rate" (half-subsets with the variance's rate in N
-        read from quarter-subsets beside them: mutual kNN, CKNNA); each chosen by simulation
+        sample split: LCS) or "rate" (half-subsets with the variance's rate in N read from quarter-subsets
+        beside them: mutual kNN, CKNNA, the held-out residual); each chosen by simulation
         (platobench/metrics/calibration.py, docs/statistics.md).
     estimand: what that interval is an interval for, from `ESTIMANDS`: "population" (a value of the
         population independent of N, e.g. its CKA) or "expected_at_n" (the expected score of N samples

@@ -27,17 +27,20 @@ metric's range. The metric declares how the subsets are drawn (`Metric.interval`
               1956; Efron & Stein 1981; Shao & Tu 1995, sec. 2.3). For smooth statistics of sample moments
               (CKA, SVCCA, the in-sample residual), and for cycle kNN, which half-subsets under-cover (.90).
   subsample   B seeded subsets of m = round(frac N) samples; s = sd(score_b) sqrt(m / (N - m)), the
-              delete-d jackknife factor (Shao & Wu 1989, d = N - m; 1 for half-samples). For mutual kNN,
-              LCS, CKNNA and the held-out residual, where leaving out a few samples moves the score by
-              jumps (neighbour lists, another fit / held-out split): the grouped jackknife overstates their
-              spread 1.3-3x, Politis & Romano's sqrt(m / N) understates it. This factor overstates it too,
-              less (LCS; mutual kNN had standard error 1.1-1.3x, coverage .975-.985): never short.
+              delete-d jackknife factor (Shao & Wu 1989, d = N - m; 1 for half-samples). For LCS and every
+              metric under held-out selection, where leaving out a few samples moves the score by jumps
+              (neighbour lists, which cell wins a half): the grouped jackknife overstates their spread
+              1.3-3x, Politis & Romano's sqrt(m / N) understates it. This factor overstates it too, less
+              (mutual kNN had standard error 1.1-1.3x, coverage .975-.985; the held-out residual 1.2-1.3x,
+              .978-.990): never short.
   rate        the B subsets of m of "subsample" and B more of m' = round(m / 2) beside them: the ratio of
               the two sizes' variances, pooled over the grid's cells, gives the rate a in Var ~ N^-a
               (kept in [1, 2]); each size estimates the variance at N as sd(score_b)^2 / ((N / m)^a - 1),
               s^2 their mean (Bertail, Politis & Romano 1999; platobench/metrics/resampling.py). For
-              mutual kNN and CKNNA, whose variance falls faster than 1 / N near chance: standard error
-              0.94-1.18x the score's spread, coverage .92-.985, where half-subsets gave 1.1-1.4x and .975-1.00.
+              mutual kNN and CKNNA, whose variance falls faster than 1 / N near chance, and the held-out
+              residual (a fit on half the samples): standard error 0.93-1.18x the score's spread, coverage
+              .928-.985 (mutual kNN, CKNNA) and .937-.959 (residual; 1,000 datasets per cell), where
+              half-subsets gave 1.1-1.4x and .975-1.00.
 Each choice, and the t quantile in place of B-quantiles of the subset scores (which for B = 20 read the
 tails from the two extreme draws and under-covered: CKA .86-.88 at nominal .95), was made by simulation:
 platobench/metrics/calibration.py measures the coverage on synthetic populations with known values,
