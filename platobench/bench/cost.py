@@ -56,8 +56,8 @@ def paired_cost(label: str, metric: str, n: int, cells: int, layers: int, width:
     """Cost of a paired job: N samples, `cells` scored layer pairs of `layers` summarised layers of `width`
     features (None: unknown), n_perm null draws, n_ci interval subsets: of ci_fraction N samples for the
     "subsample" scheme, of N - ceil(N / n_ci) for the "jackknife" one, and n_ci more of half that for the
-    "rate" one (`Metric.interval`)."""
-    from platobench.metrics.resampling import rate_small_size
+    rate ones (`Metric.interval`)."""
+    from platobench.metrics.resampling import RATE_SCHEMES, rate_small_size
 
     slow = SLOW_METRICS.get(metric, 1.0)
     m = n - math.ceil(n / max(n_ci, 1)) if scheme == "jackknife" else round(ci_fraction * n)
@@ -66,8 +66,8 @@ def paired_cost(label: str, metric: str, n: int, cells: int, layers: int, width:
         return cells * (EVAL_S + PAIR_S * m * m) * slow + layers * (SUMMARY_S + SUMMARY_CELL_S * m * (width or DEFAULT_WIDTH))
 
     per_draw = cells * (EVAL_S + PAIR_S * n * n) * slow
-    subsets = n_ci * (per_subset(m) + (per_subset(rate_small_size(m)) if scheme == "rate" else 0.0))
-    evaluations = float(cells) * (1 + n_perm + n_ci * (2 if scheme == "rate" else 1))
+    subsets = n_ci * (per_subset(m) + (per_subset(rate_small_size(m)) if scheme in RATE_SCHEMES else 0.0))
+    evaluations = float(cells) * (1 + n_perm + n_ci * (2 if scheme in RATE_SCHEMES else 1))
     return JobCost(label, evaluations, (1 + n_perm) * per_draw + subsets)
 
 

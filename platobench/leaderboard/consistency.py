@@ -127,7 +127,8 @@ def _draws_problems(record: ResultRecord) -> list[str]:
     ci, null = record.ci, record.null
     if ci is not None and ci.draws is not None:
         try:
-            se = subset_se(ci.draws, ci.scheme, record.dataset.n, ci.subset_size, ci.rate)
+            se = subset_se(ci.draws, ci.scheme, record.dataset.n, ci.subset_size, ci.rate,
+                           record.score if ci.scheme == "arcsine_rate" else None)
         except ValueError as exc:
             return [f"the interval's subset scores cannot give a standard error: {exc}"]
         half = t_quantile(ci.level, subset_df(ci.scheme, len(ci.draws))) * se if 0 < ci.level < 1 else math.nan

@@ -30,7 +30,7 @@ import numpy as np
 from platobench.leaderboard.consistency import best_value
 from platobench.leaderboard.kinds import record_kind
 from platobench.leaderboard.ranks import tie_ranks
-from platobench.metrics.resampling import PairedDifference, paired_difference
+from platobench.metrics.resampling import PairedDifference, linearised, paired_difference
 from platobench.results import ResultRecord
 
 ALPHA = 0.05  # the level of every paired test on the board (after Holm's adjustment for verdicts)
@@ -70,7 +70,7 @@ def raw_difference(a: ResultRecord, b: ResultRecord) -> PairedDifference | None:
 
 
 def _rates(a: ResultRecord, b: ResultRecord) -> tuple[float, float] | None:
-    """The two records' rate exponents under the rate scheme (None under the others)."""
+    """The two records' rate exponents under the rate schemes (None under the others)."""
     return None if a.ci.rate is None else (a.ci.rate, b.ci.rate)
 
 
@@ -80,7 +80,7 @@ def _calibrated_draws(r: ResultRecord, perfect: float) -> tuple[float, np.ndarra
         return None
     scale = perfect - mean
     cal = (r.score - mean) / scale
-    subsets = (np.asarray(r.ci.draws, dtype=np.float64) - mean) / scale
+    subsets = (linearised(r.ci.draws, r.ci.scheme, r.score)[0] - mean) / scale  # the arcsine scheme's first
     gradient = (r.score - perfect) / scale**2
     return cal, subsets, gradient * np.asarray(r.null.draws, dtype=np.float64)
 
@@ -98,7 +98,8 @@ def calibrated_difference(a: ResultRecord, b: ResultRecord) -> PairedDifference 
         return None
     means = da[2] - db[2]
     extra = float(means.var(ddof=1)) / means.size if means.size > 1 else 0.0
-    return paired_difference((da[0], db[0]), (da[1], db[1]), a.ci.scheme, a.dataset.n, a.ci.subset_size,
+    scheme = "rate" if a.ci.scheme == "arcsine_rate" else a.ci.scheme  # its draws are linearised already
+    return paired_difference((da[0], db[0]), (da[1], db[1]), scheme, a.dataset.n, a.ci.subset_size,
                              extra_var=extra, rates=_rates(a, b))
 
 

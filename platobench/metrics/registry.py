@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 from platobench.errors import UserError
+from platobench.metrics.resampling import SCHEMES
 from platobench.registry import Registry, did_you_mean
 
 Summary = Any
@@ -30,7 +31,7 @@ ANY_N = 2**62
 
 
 #: Resampling schemes of confidence intervals (`Metric.interval`, platobench.metrics.stats).
-INTERVAL_SCHEMES = ("jackknife", "subsample", "rate")
+INTERVAL_SCHEMES = SCHEMES
 #: What a confidence interval covers (`Metric.estimand`), in words for records and docs.
 ESTIMANDS = {
     "population": "the population value of the selected layer pair's score (independent of N)",
@@ -72,10 +73,12 @@ class Metric:
         score(X, X) depends on X (cycle_knn: a sample's neighbours need not have it as a neighbour).
     interval: how `stats.subsample_ci` resamples for its confidence interval, from `INTERVAL_SCHEMES`:
         "jackknife" (grouped delete-d jackknife, for scores that are smooth functions of sample moments:
-        CKA, SVCCA, the in-sample rotation residual; and cycle kNN, which half-subsets under-cover) or
+        CKA, SVCCA, the in-sample rotation residual) or
         "subsample" (half-subsets, the delete-d jackknife factor, for scores built on neighbour sets or a
         sample split: LCS) or "rate" (half-subsets with the variance's rate in N read from quarter-subsets
-        beside them: mutual kNN, CKNNA, the held-out residual); each chosen by simulation
+        beside them: mutual kNN, CKNNA, the held-out residual) or "arcsine_rate" (the same on the
+        arcsin(sqrt(score)) scale, for a proportion whose rate saturates on small subsets: cycle kNN;
+        only with range (0, 1)); each chosen by simulation
         (platobench/metrics/calibration.py, docs/statistics.md).
     estimand: what that interval is an interval for, from `ESTIMANDS`: "population" (a value of the
         population independent of N, e.g. its CKA) or "expected_at_n" (the expected score of N samples
@@ -116,6 +119,9 @@ class Metric:
             raise ValueError(f"metric {self.id!r} declares unknown invariance(s) {unknown}; expected {INVARIANCES}")
         if self.interval not in INTERVAL_SCHEMES:
             raise ValueError(f"metric {self.id!r}: interval {self.interval!r} is not one of {INTERVAL_SCHEMES}")
+        if self.interval == "arcsine_rate" and self.range != (0.0, 1.0):
+            raise ValueError(f"metric {self.id!r}: the arcsine_rate interval is for proportions, scores in [0, 1]; "
+                             f"its range is {self.range}")
         if not callable(self.estimand) and self.estimand not in ESTIMANDS:
             raise ValueError(f"metric {self.id!r}: estimand {self.estimand!r} is not one of {sorted(ESTIMANDS)}")
 

@@ -25,9 +25,18 @@ of a difference, not 1.96; Schenker & Gentleman 2001).
               Politis & Romano 1999, estimating the rate of convergence from subsamples of several
               sizes). A kNN score's variance falls like 1 / N far from chance and like 1 / N^2 at chance
               (neighbour lists of k out of N); the per-record ratio is too noisy to be read outside [1, 2].
+  arcsine_rate
+              the rate scheme on the variance-stabilised scale phi = arcsin(sqrt(score)) of a score that is
+              a proportion in [0, 1] (Anscombe 1948): its subset draws and grid cells are mapped to phi,
+              the exponent (from the pooled ratio times (B - 3) / (B - 1), the F distribution's mean taken
+              out) and the standard error s_phi read there as above, and s = s_phi |d score / d phi|
+              = s_phi sin(2 phi) at the observed score (the delta method; `linearised`). Cycle kNN, a mean of
+              per-sample hits whose rate saturates on small subsets: its variance follows p (1 - p) / n
+              more than a power of n, so its quarter-subsets can vary *less* than its halves, which no
+              power law fits; on the phi scale the two sizes' ratio is a power law's again.
 A difference is referred to Student's t with B - 1 degrees of freedom (`subset_df`), as the interval is. Under
-the rate scheme each score's subset scores are first scaled to the spread at N by its own exponent (divided
-by sqrt((N / m)^a - 1) for their size), then differenced: the two scores may fall at different rates (a
+the rate schemes (the arcsine one's draws `linearised` first) each score's subset scores are first scaled to
+the spread at N by its own exponent (divided by sqrt((N / m)^a - 1) for their size), then differenced: the two scores may fall at different rates (a
 pair far from chance like 1 / N, its control near chance faster), and a difference with one score is that
 score's own standard error.
 
@@ -45,9 +54,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from platobench.results.schema import RATE_BOUNDS  # the range the rate scheme's exponent is kept in
+from platobench.results.schema import RATE_BOUNDS, RATE_SCHEMES  # exponent range; schemes stating one
 
-SCHEMES = ("jackknife", "subsample", "rate")
+SCHEMES = ("jackknife", "subsample", *RATE_SCHEMES)
 
 
 def rate_small_size(size: int) -> int:
@@ -57,8 +66,29 @@ def rate_small_size(size: int) -> int:
 
 def subset_df(scheme: str, count: int) -> int:
     """Degrees of freedom of the t interval from `count` subset scores: B - 1, B = count (count / 2 for the
-    rate scheme, whose 2B scores are B of each size)."""
-    return (count // 2 if scheme == "rate" else count) - 1
+    rate schemes, whose 2B scores are B of each size)."""
+    return (count // 2 if scheme in RATE_SCHEMES else count) - 1
+
+
+def arcsine(scores: np.ndarray | float) -> np.ndarray:
+    """phi = arcsin(sqrt(score)) of scores in [0, 1] (clipped into it first: float rounding), in radians."""
+    return np.arcsin(np.sqrt(np.clip(np.asarray(scores, dtype=np.float64), 0.0, 1.0)))
+
+
+def linearised(scores: Sequence[float] | np.ndarray, scheme: str, observed: float) -> tuple[np.ndarray, str]:
+    """Subset scores on the score scale whose spread is what the scheme reads, and the scheme that reads them:
+    under "arcsine_rate", observed + sin(2 phi_obs) (phi_b - phi_obs) with phi = `arcsine` (the first-order
+    map of the phi scale back to the score's, the delta method) read by "rate"; the others unchanged. At a
+    score of exactly 0 or 1 that slope vanishes and would give a zero-width interval whatever the draws:
+    the raw draws are read by "rate" instead. A linear map of these (e.g. calibration against a null) keeps
+    their meaning, as the raw draws' does under the other schemes."""
+    s = np.asarray(scores, dtype=np.float64)
+    if scheme != "arcsine_rate":
+        return s, scheme
+    if not 0.0 < observed < 1.0:
+        return s, "rate"
+    phi_obs = float(arcsine(observed))
+    return observed + math.sin(2 * phi_obs) * (arcsine(s) - phi_obs), "rate"
 
 
 def _rate_factor(a: float, n: int, size: int) -> float:
@@ -87,16 +117,23 @@ def rate_exponent(ratio: float, n: int, size: int, small: int) -> float:
     return float(brentq(lambda a: implied(a) - ratio, lo, hi, xtol=1e-12))
 
 
-def subset_se(scores: Sequence[float] | np.ndarray, scheme: str, n: int, size: int, rate: float | None = None) -> float:
-    """Standard error of a score from its B subset scores (module docstring; 2B for the rate scheme, the B of
-    `size` first); `n` the full sample size, `size` the samples in each subset (the jackknife's N - N / B);
-    `rate` the exponent a of the "rate" scheme (in `RATE_BOUNDS`; only for it)."""
+def subset_se(scores: Sequence[float] | np.ndarray, scheme: str, n: int, size: int, rate: float | None = None,
+              observed: float | None = None) -> float:
+    """Standard error of a score from its B subset scores (module docstring; 2B for the rate schemes, the B
+    of `size` first); `n` the full sample size, `size` the samples in each subset (the jackknife's N - N / B);
+    `rate` the exponent a of the rate schemes (in `RATE_BOUNDS`; only for them); `observed` the full-sample
+    score (only for "arcsine_rate", whose standard error is taken at it)."""
     s = np.asarray(scores, dtype=np.float64)
     b = s.size
     if b < 2:
         raise ValueError(f"a standard error needs at least 2 subset scores, got {b}")
-    if (rate is not None) != (scheme == "rate"):
-        raise ValueError(f"the rate scheme, and only it, takes an exponent: scheme {scheme!r}, rate {rate!r}")
+    if (rate is not None) != (scheme in RATE_SCHEMES):
+        raise ValueError(f"the rate schemes, and only they, take an exponent: scheme {scheme!r}, rate {rate!r}")
+    if (observed is not None) != (scheme == "arcsine_rate"):
+        raise ValueError(f"the arcsine_rate scheme, and only it, takes the observed score: scheme {scheme!r}, "
+                         f"observed {observed!r}")
+    if scheme == "arcsine_rate":
+        s, scheme = linearised(s, scheme, observed)
     if scheme == "jackknife":
         return math.sqrt((b - 1) / b * float(((s - s.mean()) ** 2).sum()))
     if scheme == "subsample":
@@ -169,13 +206,16 @@ def paired_difference(
     """a - b for observed scores (a, b) with subset scores `draws` (a_b, b_b), drawn on the SAME subsets
     (same seed, N, scheme and size: the caller checks it). `extra_var`: variance added to the subset
     one (the null means' estimation error for excesses over a null). `rates`: the two scores' exponents
-    under the "rate" scheme (each scales its own draws). A zero standard error with a nonzero difference
-    gives p = 0 on its side; two equal constant scores give p = 1 on both."""
+    under the rate schemes (each scales its own draws; "arcsine_rate" draws are `linearised` at their own
+    observed score first). A zero standard error with a nonzero difference gives p = 0 on its side; two
+    equal constant scores give p = 1 on both."""
     a, b = (np.asarray(d, dtype=np.float64) for d in draws)
     if a.shape != b.shape:
         raise ValueError(f"paired subset scores of different lengths: {a.size} and {b.size}")
-    if (rates is not None) != (scheme == "rate"):
-        raise ValueError(f"the rate scheme, and only it, takes the two exponents: scheme {scheme!r}, rates {rates!r}")
+    if (rates is not None) != (scheme in RATE_SCHEMES):
+        raise ValueError(f"the rate schemes, and only they, take the two exponents: scheme {scheme!r}, rates {rates!r}")
+    if scheme == "arcsine_rate":
+        (a, _), (b, scheme) = linearised(a, scheme, observed[0]), linearised(b, scheme, observed[1])
     if scheme == "rate":
         subset = _rate_se(_rate_scaled(a, n, size, rates[0]) - _rate_scaled(b, n, size, rates[1]))
     else:
@@ -205,5 +245,5 @@ def holm(p_values: Sequence[float]) -> list[float]:
     return adjusted
 
 
-__all__ = ["PairedDifference", "RATE_BOUNDS", "SCHEMES", "holm", "paired_difference", "rate_exponent", "rate_small_size",
-           "subset_df", "subset_se", "t_quantile"]
+__all__ = ["PairedDifference", "RATE_BOUNDS", "RATE_SCHEMES", "SCHEMES", "arcsine", "holm", "linearised",
+           "paired_difference", "rate_exponent", "rate_small_size", "subset_df", "subset_se", "t_quantile"]

@@ -25,7 +25,7 @@ metric's range. The metric declares how the subsets are drawn (`Metric.interval`
   jackknife   a seeded partition of the N samples into B groups; subset b leaves group b out; s^2 =
               (B - 1) / B sum_b (score_b - mean)^2, the grouped (delete-a-group) jackknife (Quenouille
               1956; Efron & Stein 1981; Shao & Tu 1995, sec. 2.3). For smooth statistics of sample moments
-              (CKA, SVCCA, the in-sample residual), and for cycle kNN, which half-subsets under-cover (.90).
+              (CKA, SVCCA, the in-sample residual).
   subsample   B seeded subsets of m = round(frac N) samples; s = sd(score_b) sqrt(m / (N - m)), the
               delete-d jackknife factor (Shao & Wu 1989, d = N - m; 1 for half-samples). For LCS and every
               metric under held-out selection, where leaving out a few samples moves the score by jumps
@@ -41,6 +41,10 @@ metric's range. The metric declares how the subsets are drawn (`Metric.interval`
               residual (a fit on half the samples): standard error 0.93-1.18x the score's spread, coverage
               .928-.985 (mutual kNN, CKNNA) and .937-.959 (residual; 1,000 datasets per cell), where
               half-subsets gave 1.1-1.4x and .975-1.00.
+  arcsine_rate  the rate scheme on arcsin(sqrt(score)), mapped back by the delta method at the score
+              (platobench/metrics/resampling.py), the exponent from the pooled ratio times (B - 3) / (B - 1).
+              For cycle kNN, a proportion that saturates on small subsets (its quarter-subsets vary less
+              than its halves): see docs/statistics.md for its coverage, where the jackknife gave .999.
 Each choice, and the t quantile in place of B-quantiles of the subset scores (which for B = 20 read the
 tails from the two extreme draws and under-covered: CKA .86-.88 at nominal .95), was made by simulation:
 platobench/metrics/calibration.py measures the coverage on synthetic populations with known values,
@@ -66,7 +70,14 @@ from platobench.metrics.api import LayerSummaries, summarize_layers
 from platobench.metrics.heldout import HalfSplit
 from platobench.metrics.preprocess import LayerStack, RowSubset, prepared_layers
 from platobench.metrics.registry import INTERVAL_SCHEMES, Metric, get_metric
-from platobench.metrics.resampling import rate_exponent, rate_small_size, subset_df, subset_se, t_quantile
+from platobench.metrics.resampling import (
+    RATE_SCHEMES,
+    rate_exponent,
+    rate_small_size,
+    subset_df,
+    subset_se,
+    t_quantile,
+)
 from platobench.metrics.selection import HELDOUT, Selection, reduce_grids, select, select_index
 from platobench.metrics.validation import DegenerateFeaturesError, check_fraction, check_int
 
@@ -263,7 +274,7 @@ def interval_scheme(metric: str, selection: str | tuple[int, int], n: int | None
     m = get_metric(metric)
     if selection == HELDOUT:
         return "subsample"
-    if m.interval != "rate" or n is None:
+    if m.interval not in RATE_SCHEMES or n is None:
         return m.interval
     small = rate_small_size(round(frac * n))
     if small < 2:
@@ -273,7 +284,7 @@ def interval_scheme(metric: str, selection: str | tuple[int, int], n: int | None
             m.validate(small, m.resolve_params(params or {}))
     except UserError:
         return "subsample"
-    return "rate"
+    return m.interval
 
 
 def interval_method(metric: str, n_sub: int, frac: float, scheme: str | None = None) -> str:
@@ -281,10 +292,13 @@ def interval_method(metric: str, n_sub: int, frac: float, scheme: str | None = N
     scheme = scheme or get_metric(metric).interval
     if scheme == "jackknife":
         how = f"grouped jackknife: {n_sub} seeded groups, each left out once"
-    elif scheme == "rate":
+    elif scheme in RATE_SCHEMES:
         how = (f"rate-corrected subsampling without replacement: {n_sub} subsets of {frac:g} N and {n_sub} of "
                f"{frac / 2:g} N, Var ~ N^-a with a in [1, 2] from their variance ratio, variance at N the mean of "
                f"each size's spread^2 / ((N / m)^a - 1)")
+        if scheme == "arcsine_rate":
+            how += (" on the arcsin(sqrt(score)) scale (the ratio times (B - 3) / (B - 1)), mapped back by the delta "
+                    "method at the score")
     else:
         how = f"subsampling without replacement: {n_sub} subsets of {frac:g} N, spread x sqrt(m / (N - m))"
     return f"{how}; t interval ({n_sub - 1} df)"
@@ -303,7 +317,7 @@ def _subsets(scheme: str, n: int, n_sub: int, size: int, gen: torch.Generator) -
         return
     for _ in range(n_sub):
         yield torch.randperm(n, generator=gen)[:size].sort().values
-    if scheme == "rate":
+    if scheme in RATE_SCHEMES:
         for _ in range(n_sub):
             yield torch.randperm(n, generator=gen)[:rate_small_size(size)].sort().values
 
@@ -326,7 +340,8 @@ class SubsetDraws:
     @property
     def se(self) -> float:
         """The standard error (platobench/metrics/resampling.py)."""
-        return subset_se(self.scores, self.scheme, self.n, self.size, self.rate)
+        return subset_se(self.scores, self.scheme, self.n, self.size, self.rate,
+                         self.observed if self.scheme == "arcsine_rate" else None)
 
     def interval(self, level: float) -> Interval:
         """observed +- t_{B-1, (1+level)/2} se, clipped to the metric's range."""
@@ -399,17 +414,28 @@ def subset_draws(
             raise UserError(f"subsample_ci: subsets of {len(idx)} samples are too small for {metric}: {exc}") from None
         grids.append(sub.grid())
         scores.append(select(grids[-1], sub_selection, m.higher_is_better).score)
-    rate = _pooled_rate(torch.stack(grids[:n_sub]), torch.stack(grids[n_sub:]), n, size) if scheme == "rate" else None
+    rate = None
+    if scheme in RATE_SCHEMES:
+        rate = _pooled_rate(torch.stack(grids[:n_sub]), torch.stack(grids[n_sub:]), n, size, scheme == "arcsine_rate")
     return SubsetDraws(obs, np.asarray(scores, dtype=np.float64), scheme, n, size, m.range, rate)
 
 
-def _pooled_rate(larger: torch.Tensor, smaller: torch.Tensor, n: int, size: int) -> float:
-    """The rate scheme's exponent from the grids [B, Lx, Ly] of B subsets of `size` and of B of
+def _pooled_rate(larger: torch.Tensor, smaller: torch.Tensor, n: int, size: int, on_arcsine: bool = False) -> float:
+    """The rate schemes' exponent from the grids [B, Lx, Ly] of B subsets of `size` and of B of
     `rate_small_size(size)` samples: the ratio of their variances summed over the cells (cells that are not
-    finite left out), `rate_exponent`."""
+    finite left out), `rate_exponent`. `on_arcsine` ("arcsine_rate"): of the cells' arcsin(sqrt(score)),
+    and the ratio times (B - 3) / (B - 1): a ratio of two sample variances of B - 1 degrees of freedom
+    overstates the ratio of the variances by (B - 1) / (B - 3) on average (the mean of an F distribution),
+    and an exponent read too high makes the interval short (cycle kNN, flat population, N = 256: coverage
+    .919 without the factor, .941 with it; docs/statistics.md)."""
+    if on_arcsine:
+        larger, smaller = (g.double().clamp(0, 1).sqrt().asin() for g in (larger, smaller))
     var_large, var_small = (g.var(0, unbiased=True) for g in (larger.double(), smaller.double()))
     finite = var_large.isfinite() & var_small.isfinite()
     ratio = float(var_small[finite].sum() / var_large[finite].sum()) if finite.any() else math.nan
+    if on_arcsine:
+        b = larger.shape[0]
+        ratio *= max(b - 3, 0) / (b - 1)
     return rate_exponent(ratio, n, size, rate_small_size(size))
 
 
@@ -426,8 +452,8 @@ def interval_subsets(metric: str, n: int, *, n_sub: int = 50, frac: float = 0.5,
     if scheme not in INTERVAL_SCHEMES:
         raise UserError(f"interval scheme must be one of {INTERVAL_SCHEMES}, got {scheme!r}")
     size = subset_size(scheme, n, n_sub, frac)
-    if scheme == "rate" and rate_small_size(size) < 2:
-        raise UserError(f"frac={frac} gives subsets of {size} samples out of N={n}: the rate scheme's second "
+    if scheme in RATE_SCHEMES and rate_small_size(size) < 2:
+        raise UserError(f"frac={frac} gives subsets of {size} samples out of N={n}: the {scheme} scheme's second "
                         f"size, {rate_small_size(size)}, needs at least 2")
     return list(_subsets(scheme, n, n_sub, size, torch.Generator().manual_seed(seed)))
 

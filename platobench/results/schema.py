@@ -150,6 +150,9 @@ class NullRef(_Strict):
 #: The range a record's rate exponent may take (`IntervalRef.rate`; platobench/metrics/resampling.py reads
 #: its estimates into it): Var ~ N^-a, from 1 / N far from chance to 1 / N^2 at chance.
 RATE_BOUNDS = (1.0, 2.0)
+#: The interval schemes that read such an exponent and draw 2B subsets, B of each of two sizes: "rate", and
+#: "arcsine_rate" (the same on the arcsin(sqrt(score)) scale; platobench/metrics/resampling.py).
+RATE_SCHEMES = ("rate", "arcsine_rate")
 
 
 class IntervalRef(_Strict):
@@ -161,13 +164,14 @@ class IntervalRef(_Strict):
     # independent of N) or "expected_at_n" (the expected score of N samples); absent in records written
     # before it was stated, and in zero-shot and stitch records, whose intervals say what they are in `method`.
     estimand: Literal["population", "expected_at_n"] | None = None
-    # How the subsets were drawn (platobench/metrics/resampling.py: "jackknife", "subsample" or "rate"), the
+    # How the subsets were drawn (platobench/metrics/resampling.py: "jackknife", "subsample", "rate" or
+    # "arcsine_rate"), the
     # samples in each, and the selected score on each subset in subset order: paired records state them
     # (since paired verdicts), so that two records of one setting on one sample set, scored on the same
-    # subsets, can be compared by their subset-wise differences. `rate`: the rate scheme's exponent a
-    # (Var ~ N^-a, in RATE_BOUNDS above), stated with it and only with it; that scheme's draws are
+    # subsets, can be compared by their subset-wise differences. `rate`: the rate schemes' exponent a
+    # (Var ~ N^-a, in RATE_BOUNDS above), stated with them and only with them; their draws are
     # 2B scores, B on subsets of `subset_size` samples, then B on subsets of half as many.
-    scheme: Literal["jackknife", "subsample", "rate"] | None = None
+    scheme: Literal["jackknife", "subsample", "rate", "arcsine_rate"] | None = None
     subset_size: Count | None = Field(default=None, ge=1)
     draws: Draws | None = None
     rate: Number | None = None
@@ -184,13 +188,13 @@ class IntervalRef(_Strict):
             raise ValueError("an interval states its scheme, subset_size and draws together or none of them")
         if self.draws is not None and len(self.draws) < 2:
             raise ValueError(f"an interval's draws need at least 2 subset scores, got {len(self.draws)}")
-        if (self.rate is not None) != (self.scheme == "rate"):
-            raise ValueError(f"an interval states a rate exponent with the rate scheme and only with it "
-                             f"(scheme {self.scheme!r}, rate {self.rate!r})")
+        if (self.rate is not None) != (self.scheme in RATE_SCHEMES):
+            raise ValueError(f"an interval states a rate exponent with a rate scheme {RATE_SCHEMES} and only with "
+                             f"one (scheme {self.scheme!r}, rate {self.rate!r})")
         if self.rate is not None and not RATE_BOUNDS[0] <= self.rate <= RATE_BOUNDS[1]:
             raise ValueError(f"the rate exponent {self.rate} is outside {list(RATE_BOUNDS)}")
-        if self.scheme == "rate" and (len(self.draws) % 2 or len(self.draws) < 4):
-            raise ValueError(f"the rate scheme's draws are B >= 2 scores on subsets of each of two sizes, "
+        if self.scheme in RATE_SCHEMES and (len(self.draws) % 2 or len(self.draws) < 4):
+            raise ValueError(f"the {self.scheme} scheme's draws are B >= 2 scores on subsets of each of two sizes, "
                              f"got {len(self.draws)}")
         return self
 

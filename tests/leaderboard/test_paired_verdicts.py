@@ -17,7 +17,14 @@ from platobench.leaderboard import baselines as bl
 from platobench.leaderboard.consistency import inconsistencies
 from platobench.leaderboard.paired import calibrated_difference, raw_difference, record_ranks, unpaired_reason
 from platobench.leaderboard.ranks import tie_ranks
-from platobench.metrics.resampling import holm, paired_difference, rate_exponent, subset_se, t_quantile
+from platobench.metrics.resampling import (
+    holm,
+    linearised,
+    paired_difference,
+    rate_exponent,
+    subset_se,
+    t_quantile,
+)
 from platobench.metrics.stats import permutation_null, subsample_ci, subset_draws
 from platobench.results import DatasetRef, IntervalRef, MetricRef, NullRef, Provenance, ResultRecord, SideRef
 from platobench.zoo import load_zoo
@@ -84,9 +91,9 @@ def test_rate_subset_se_follows_its_closed_form():
     assert subset_se(s, "rate", 100, 40, 1.5) == pytest.approx(math.sqrt((vl / (2.5**1.5 - 1) + vs / (5**1.5 - 1)) / 2))
     with pytest.raises(ValueError, match="got 3 scores"):
         subset_se(s[:3], "rate", 100, 50, 1.0)
-    with pytest.raises(ValueError, match="only it"):
+    with pytest.raises(ValueError, match="only they"):
         subset_se(s, "rate", 100, 50)
-    with pytest.raises(ValueError, match="only it"):
+    with pytest.raises(ValueError, match="only they"):
         subset_se(s, "subsample", 100, 50, 1.0)
     with pytest.raises(ValueError, match="outside"):
         subset_se(s, "rate", 100, 50, 0.5)
@@ -127,6 +134,54 @@ def test_a_rate_difference_scales_each_score_by_its_own_rate():
     assert mixed.se == pytest.approx(math.sqrt((scaled[:half].var(ddof=1) + scaled[half:].var(ddof=1)) / 2))
     with pytest.raises(ValueError, match="two exponents"):
         paired_difference((0.30, 0.28), (a, b), "rate", N, SIZE)
+
+
+def test_arcsine_rate_se_is_the_rate_se_on_phi_times_the_delta_slope():
+    s = 0.6 + 0.05 * np.concatenate([SHARED, 1.4 * SHARED[::-1]])
+    phi, obs = np.arcsin(np.sqrt(s)), 0.62
+    slope = math.sin(2 * math.asin(math.sqrt(obs)))  # d score / d phi at the observed score
+    assert subset_se(s, "arcsine_rate", N, SIZE, 1.3, observed=obs) == pytest.approx(
+        subset_se(phi, "rate", N, SIZE, 1.3) * slope, rel=1e-12)
+    lin, scheme = linearised(s, "arcsine_rate", obs)
+    assert scheme == "rate" and subset_se(lin, "rate", N, SIZE, 1.3) == pytest.approx(
+        subset_se(s, "arcsine_rate", N, SIZE, 1.3, observed=obs), rel=1e-12)
+    assert linearised(s, "rate", obs)[1] == "rate" and np.array_equal(linearised(s, "rate", obs)[0], s)
+    for bound in (0.0, 1.0):  # the slope vanishes there: the raw draws, never a zero-width interval
+        raw = subset_se(s, "rate", N, SIZE, 1.3)
+        assert raw > 0 and subset_se(s, "arcsine_rate", N, SIZE, 1.3, observed=bound) == pytest.approx(raw, rel=1e-12)
+    with pytest.raises(ValueError, match="takes the observed score"):
+        subset_se(s, "arcsine_rate", N, SIZE, 1.3)
+    with pytest.raises(ValueError, match="takes the observed score"):
+        subset_se(s, "rate", N, SIZE, 1.3, observed=obs)
+    with pytest.raises(ValueError, match="only they"):
+        subset_se(s, "arcsine_rate", N, SIZE, observed=obs)
+
+
+def test_arcsine_rate_gives_the_binomial_standard_error_of_a_proportion():
+    """Known answer: the share of N iid Bernoulli(p) hits has standard error sqrt(p (1 - p) / N); its
+    subsets' arcsin(sqrt) variances fall like 1 / m (a = 1), and the scheme returns that standard error."""
+    rng = np.random.default_rng(0)
+    n = 400
+    hits = (rng.random(n) < 0.9).astype(np.float64)
+    draws = np.concatenate([[hits[rng.choice(n, m, replace=False)].mean() for _ in range(8000)] for m in (200, 100)])
+    phi = np.arcsin(np.sqrt(draws))
+    a = rate_exponent(float(phi[8000:].var(ddof=1) / phi[:8000].var(ddof=1)), n, 200, 100)
+    assert a == pytest.approx(1.0, abs=0.1)
+    p = hits.mean()
+    assert subset_se(draws, "arcsine_rate", n, 200, a, observed=p) == pytest.approx(math.sqrt(p * (1 - p) / n),
+                                                                                     rel=0.05)
+
+
+def test_an_arcsine_rate_difference_linearises_each_score_at_its_own():
+    a = 0.6 + 0.03 * np.concatenate([SHARED, SHARED[::-1]])
+    b = 0.4 + 0.02 * np.concatenate([SHARED[::-1], SHARED])
+    got = paired_difference((0.61, 0.41), (a, b), "arcsine_rate", N, SIZE, rates=(1.2, 1.6))
+    want = paired_difference((0.61, 0.41), (linearised(a, "arcsine_rate", 0.61)[0], linearised(b, "arcsine_rate", 0.41)[0]),
+                             "rate", N, SIZE, rates=(1.2, 1.6))
+    assert got.se == pytest.approx(want.se, rel=1e-12) and got.df == B - 1
+    const = np.full(2 * B, 0.4)  # against a constant score: the other score's own standard error
+    assert paired_difference((0.61, 0.4), (a, const), "arcsine_rate", N, SIZE, rates=(1.2, 1.6)).se == pytest.approx(
+        subset_se(a, "arcsine_rate", N, SIZE, 1.2, observed=0.61), rel=1e-12)
 
 
 def test_equal_and_shifted_draws_give_the_exact_p_values():
@@ -284,12 +339,15 @@ def test_an_interval_states_its_draws_whole():
     with pytest.raises(ValueError, match="together"):
         IntervalRef(lo=0, hi=1, level=0.95, method="m", draws=[0.1, 0.2])
     whole = {"lo": 0, "hi": 1, "level": 0.95, "method": "m", "subset_size": 5, "draws": [0.1, 0.2, 0.3, 0.4]}
-    with pytest.raises(ValueError, match="rate exponent with the rate scheme"):
+    with pytest.raises(ValueError, match="rate exponent with a rate scheme"):
         IntervalRef(**whole, scheme="rate")
-    with pytest.raises(ValueError, match="rate exponent with the rate scheme"):
+    with pytest.raises(ValueError, match="rate exponent with a rate scheme"):
         IntervalRef(**whole, scheme="subsample", rate=1.5)
     with pytest.raises(ValueError, match="outside"):
         IntervalRef(**whole, scheme="rate", rate=2.5)  # a user's edit cannot narrow it past a = 2
     assert IntervalRef(**whole, scheme="rate", rate=1.5).rate == 1.5
+    assert IntervalRef(**whole, scheme="arcsine_rate", rate=1.5).scheme == "arcsine_rate"
+    with pytest.raises(ValueError, match="rate exponent with a rate scheme"):
+        IntervalRef(**whole, scheme="arcsine_rate")
     with pytest.raises(ValueError, match="two sizes"):
         IntervalRef(**{**whole, "draws": [0.1, 0.2, 0.3]}, scheme="rate", rate=1.5)

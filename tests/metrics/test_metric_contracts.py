@@ -167,7 +167,10 @@ def test_every_metric_declares_how_its_interval_is_made_and_what_it_is_for():
         "population", "expected_at_n"]
     assert {m.id for m in list_metrics() if m.interval == "subsample"} == {"lcs_knn"}
     assert {m.id for m in list_metrics() if m.interval == "rate"} == {"mutual_knn", "cknna", "rotation_residual_heldout"}
+    assert {m.id for m in list_metrics() if m.interval == "arcsine_rate"} == {"cycle_knn"}
     fields = {f: getattr(cka, f) for f in cka.__dataclass_fields__}
+    with pytest.raises(ValueError, match="proportions"):
+        Metric(**{**fields, "interval": "arcsine_rate"})  # CKA lies in [-1, 1]
     with pytest.raises(ValueError, match="bootstrap"):
         Metric(**{**fields, "interval": "bootstrap"})
     with pytest.raises(ValueError, match="population value"):

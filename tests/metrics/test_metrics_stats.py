@@ -163,8 +163,8 @@ def reference_ci(metric: str, xs, ys, sel, n_sub: int, frac: float, seed: int, p
     if m.interval == "jackknife":
         groups = torch.tensor_split(torch.randperm(n, generator=gen), n_sub)
         subsets = [torch.tensor(sorted(set(range(n)) - set(g.tolist()))) for g in groups]
-    else:  # rate: then as many subsets of half as many samples
-        sizes = [size] * n_sub + ([round(size / 2)] * n_sub if m.interval == "rate" else [])
+    else:  # rate, arcsine_rate: then as many subsets of half as many samples
+        sizes = [size] * n_sub + ([round(size / 2)] * n_sub if m.interval in ("rate", "arcsine_rate") else [])
         subsets = [torch.randperm(n, generator=gen)[:k].sort().values for k in sizes]
 
     def grid(idx=None):
@@ -175,23 +175,30 @@ def reference_ci(metric: str, xs, ys, sel, n_sub: int, frac: float, seed: int, p
     def scored(idx=None):
         return select(grid(idx), sel, m.higher_is_better).score
     s = torch.tensor([scored(idx) for idx in subsets], dtype=torch.float64)
+    obs = scored()
+    # arcsine_rate: the rate scheme on phi = arcsin(sqrt(score)), mapped back by d score / d phi = sin(2 phi)
+    phi = (lambda v: torch.asin(torch.sqrt(v.double()))) if m.interval == "arcsine_rate" else (lambda v: v.double())
     if m.interval == "jackknife":
         se = math.sqrt((n_sub - 1) / n_sub * float(((s - s.mean()) ** 2).sum()))
     elif m.interval == "subsample":
         se = float(s.std()) * math.sqrt(size / (n - size))
     else:  # the exponent from the variances of every cell the implementation scores (one for a fixed pair)
-        cells = torch.stack([grid(idx).flatten() if sel == "best" else s[b : b + 1] for b, idx in enumerate(subsets)])
+        cells = phi(torch.stack([grid(idx).flatten() if sel == "best" else s[b : b + 1] for b, idx in enumerate(subsets)]))
         small = round(size / 2)
-        a = rate_exponent(float(cells[n_sub:].double().var(0).sum() / cells[:n_sub].double().var(0).sum()), n, size,
-                          small)
-        se = math.sqrt((float(s[:n_sub].var()) / ((n / size) ** a - 1) + float(s[n_sub:].var()) / ((n / small) ** a - 1)) / 2)
+        ratio = float(cells[n_sub:].var(0).sum() / cells[:n_sub].var(0).sum())
+        if m.interval == "arcsine_rate":  # the F mean's bias of a variance ratio taken out
+            ratio *= (n_sub - 3) / (n_sub - 1)
+        a = rate_exponent(ratio, n, size, small)
+        t = phi(s)
+        se = math.sqrt((float(t[:n_sub].var()) / ((n / size) ** a - 1) + float(t[n_sub:].var()) / ((n / small) ** a - 1)) / 2)
+        if m.interval == "arcsine_rate":
+            se *= math.sin(2 * math.asin(math.sqrt(obs)))
     half = sps.t.ppf(0.5 + level / 2, n_sub - 1) * se
-    obs = scored()
     lo, hi = obs - half, obs + half
     return (max(lo, m.range[0]), min(hi, m.range[1])) if m.range else (lo, hi)
 
 
-@pytest.mark.parametrize("metric", ["cka", "mutual_knn", "rotation_residual_heldout"])
+@pytest.mark.parametrize("metric", ["cka", "mutual_knn", "cycle_knn", "rotation_residual_heldout"])
 def test_fixed_pair_ci_equals_scoring_the_whole_grid_per_subset(metric):
     """A fixed layer pair's CI summarises only that pair per subset; it must equal taking that entry of the
     full grid of each subset (same seeded subsets, same interval formula), for both schemes."""
@@ -199,7 +206,7 @@ def test_fixed_pair_ci_equals_scoring_the_whole_grid_per_subset(metric):
     xs = [torch.randn(40, 6, generator=g) for _ in range(3)]
     ys = [torch.randn(40, 5, generator=g) for _ in range(2)]
     ys[1] = ys[1] + xs[2][:, :5]
-    params = {"k": 5} if metric == "mutual_knn" else {}
+    params = {"k": 5} if metric.endswith("_knn") else {}
     lo, hi = subsample_ci(metric, xs, ys, selection="last", n_sub=8, frac=0.5, seed=4, preprocess="prh", **params)
     ref = reference_ci(metric, xs, ys, "last", 8, 0.5, 4, "prh", **params)
     assert (lo, hi) == pytest.approx(ref, abs=1e-12)
@@ -295,6 +302,17 @@ PRH_BEFORE = {
         "0x1.dca03314bdc93p+0",
     ],
 }
+
+
+@pytest.mark.parametrize("sel", ["best", "last"])
+def test_cycle_knn_interval_is_the_rate_scheme_on_the_arcsine_scale(sel):
+    """Cycle kNN's interval from its definition (`reference_ci`: every subset's grid from scratch, the exponent
+    and the standard error on arcsin(sqrt(score)), back by the delta method)."""
+    xs, ys = prh_case(60, [12, 7, 20], 1), prh_case(60, [9, 16], 2)
+    ys = [y + 0.5 * xs[2][:, : y.shape[1]] for y in ys]
+    lo, hi = subsample_ci("cycle_knn", xs, ys, selection=sel, n_sub=6, frac=0.5, seed=7, preprocess="prh", k=5)
+    assert (lo, hi) == pytest.approx(reference_ci("cycle_knn", xs, ys, sel, 6, 0.5, 7, "prh", k=5), abs=1e-12)
+    assert lo < hi
 
 
 def test_prh_intervals_and_nulls_are_unchanged_by_the_cached_quantiles():
