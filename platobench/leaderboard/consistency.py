@@ -12,7 +12,11 @@ A record is a file anyone can edit. These rules need no features and no recomput
 - where a record states its draws (paired records since paired verdicts): the interval is the score
   +- t times the standard error of its subset scores `ci.draws`, clipped to the metric's range
   (platobench/metrics/resampling.py), and the null's mean, std, count and p-value are those of its
-  `null.draws`; the paired verdicts read these draws, so they must say what the interval and null say.
+  `null.draws`; the paired verdicts read these draws, so they must say what the interval and null say;
+  and the interval's scheme is the one this version draws for the metric and selection (`INTERVALS` of
+  platobench/metrics/best_values.py; half-subsets under held-out selection and as the rate schemes'
+  fallback): the same draws read by another scheme give another width, so the scheme is not the record's
+  choice.
 
 The leaderboard (and `submit`'s board) refuses a record that breaks one (`consistent_records` names it,
 as conflicting duplicates are named); `platobench check` reports it as invalid. Recomputing (`platobench
@@ -26,8 +30,8 @@ import math
 import numpy as np
 
 from platobench.leaderboard.kinds import record_kind
-from platobench.metrics.best_values import BEST_VALUES, RANGES
-from platobench.metrics.resampling import subset_df, subset_se, t_quantile
+from platobench.metrics.best_values import BEST_VALUES, INTERVALS, RANGES
+from platobench.metrics.resampling import RATE_SCHEMES, subset_df, subset_se, t_quantile
 from platobench.results.schema import ResultRecord
 
 GRID_ROUNDING = 1e-8  # grid cells are stored rounded to 8 decimals: |cell - score| <= 5e-9 for the chosen cell
@@ -121,11 +125,28 @@ def _heldout_problems(record: ResultRecord) -> list[str]:
     return problems
 
 
+def _schemes(record: ResultRecord) -> tuple[str, ...] | None:
+    """The interval schemes this version draws for the record's metric and selection (`stats.interval_scheme`):
+    half-subsets under held-out selection; the metric's own otherwise, or half-subsets as the rate schemes'
+    fallback when their quarter-subsets are too small. None for a metric this version does not know."""
+    declared = INTERVALS.get(record.metric.id)
+    if declared is None:
+        return None
+    if record.metric.selection == "heldout":
+        return ("subsample",)
+    return (declared, "subsample") if declared in RATE_SCHEMES else (declared,)
+
+
 def _draws_problems(record: ResultRecord) -> list[str]:
     """Where the record states draws: whether its interval and null summary follow from them."""
     problems = []
     ci, null = record.ci, record.null
     if ci is not None and ci.draws is not None:
+        allowed = _schemes(record)
+        if allowed is not None and ci.scheme not in allowed:
+            return [f"the interval states scheme {ci.scheme!r}; {record.metric.id} under selection "
+                    f"{record.metric.selection!r} is resampled by {' or '.join(allowed)} (a scheme is not a "
+                    f"record's choice: another one would give another width)"]
         try:
             se = subset_se(ci.draws, ci.scheme, record.dataset.n, ci.subset_size, ci.rate,
                            record.score if ci.scheme == "arcsine_rate" else None)

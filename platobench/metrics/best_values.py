@@ -1,9 +1,9 @@
-"""Each registered metric's range and best possible value, importable without torch (the leaderboard's
-calibrated intervals, paired verdicts and record consistency rules need them while building a board
-without plots).
+"""Each registered metric's range, best possible value and interval scheme, importable without torch (the
+leaderboard's calibrated intervals, paired verdicts and record consistency rules need them while building a
+board without plots).
 
 The numbers restate the `range` of each `Metric` descriptor (RANGES; BEST_VALUES the best end in the
-metric's direction);
+metric's direction) and its `interval` (INTERVALS);
 tests/metrics/test_metric_contracts.py checks that they agree with the registry, so a metric added there without
 an entry here fails the tests. None: the metric has no known best value (CKNNA's range is unbounded).
 """
@@ -32,4 +32,15 @@ RANGES: dict[str, tuple[float, float] | None] = {
     "svcca": (0.0, 1.0),
 }
 
-__all__ = ["BEST_VALUES", "RANGES"]
+INTERVALS: dict[str, str] = {
+    "cka": "jackknife",
+    "cknna": "rate",
+    "cycle_knn": "arcsine_rate",
+    "lcs_knn": "subsample",
+    "mutual_knn": "rate",
+    "rotation_residual": "jackknife",
+    "rotation_residual_heldout": "rate",
+    "svcca": "jackknife",
+}
+
+__all__ = ["BEST_VALUES", "INTERVALS", "RANGES"]

@@ -322,6 +322,22 @@ def test_edited_draws_contradict_the_record(scored):
     assert any("stated draws" in p for p in inconsistencies(edited))
 
 
+def test_a_record_cannot_choose_its_interval_scheme(scored):
+    """Another scheme on the same draws, its interval restated to match, would pass the draws rule: the
+    scheme itself must be the one this version draws for the metric and selection."""
+    record = scored[0]
+    assert record.ci.scheme == "rate"
+    se = subset_se(record.ci.draws, "arcsine_rate", 96, record.ci.subset_size, record.ci.rate, record.score)
+    half = t_quantile(0.95, 7) * se
+    switched = record.model_copy(update={"ci": record.ci.model_copy(update={
+        "scheme": "arcsine_rate", "lo": max(0.0, record.score - half), "hi": min(1.0, record.score + half)})})
+    assert any("scheme 'arcsine_rate'" in p and "rate or subsample" in p for p in inconsistencies(switched))
+    cka = record.model_copy(update={"metric": record.metric.model_copy(update={"id": "cka", "params": {}})})
+    assert any("resampled by jackknife" in p for p in inconsistencies(cka))
+    heldout = record.model_copy(update={"metric": record.metric.model_copy(update={"selection": "heldout"})})
+    assert any("resampled by subsample" in p for p in inconsistencies(heldout))
+
+
 def test_check_compares_the_draws_themselves(scored):
     """Reordering the subset scores keeps the interval but changes every paired difference: check sees it."""
     record = scored[0]

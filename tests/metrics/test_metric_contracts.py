@@ -197,9 +197,10 @@ def test_an_unknown_invariance_name_is_refused():
 
 
 def test_the_torch_free_best_values_restate_every_registered_range():
-    from platobench.metrics.best_values import BEST_VALUES, RANGES
+    from platobench.metrics.best_values import BEST_VALUES, INTERVALS, RANGES
 
     expected = {m.id: None if m.range is None else (m.range[1] if m.higher_is_better else m.range[0])
                 for m in list_metrics()}
     assert BEST_VALUES == expected
     assert RANGES == {m.id: m.range for m in list_metrics()}
+    assert INTERVALS == {m.id: m.interval for m in list_metrics()}
