@@ -37,7 +37,7 @@ INTERVALS: dict[str, str] = {
     "cknna": "rate",
     "cycle_knn": "arcsine_rate",
     "lcs_knn": "subsample",
-    "mutual_knn": "rate",
+    "mutual_knn": "arcsine_rate",
     "rotation_residual": "jackknife",
     "rotation_residual_heldout": "rate",
     "svcca": "jackknife",

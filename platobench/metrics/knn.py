@@ -240,9 +240,10 @@ def _knn_metric(
 
 for _metric in (
     # Half-subsets overstate the spread of mutual kNN and CKNNA (standard error 1.1-1.4x, coverage .975-1.00);
-    # reading the variance's rate in N from quarter-subsets brings it to 0.94-1.18x (coverage .92-.985,
-    # docs/statistics.md), and a paired difference's power with it.
-    _knn_metric("mutual_knn", combine_mutual, symmetric=True, chance=lambda n, p: p["k"] / (n - 1), interval="rate",
+    # reading the variance's rate in N from quarter-subsets brings it to 0.94-1.18x (coverage .92-.985), and
+    # mutual kNN, a share of shared neighbours, on the arcsin(sqrt) scale of a proportion to .962-.965 with a
+    # paired difference's power at 3 SD .815 (docs/statistics.md).
+    _knn_metric("mutual_knn", combine_mutual, symmetric=True, chance=lambda n, p: p["k"] / (n - 1), interval="arcsine_rate",
                 description="mean fraction of shared k nearest neighbours (inner product, self excluded; PRH)"),
     # Cycle kNN is a mean of per-sample hits whose rate saturates on small subsets (p (1 - p) / n more than a
     # power of n): half-subsets understate its spread (0.73-1.08x), the jackknife overstates it (1.75-2.08x,

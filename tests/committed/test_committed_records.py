@@ -66,7 +66,7 @@ def test_every_committed_record_is_schema_3_and_equals_its_older_originals_upgra
         assert now.score == pytest.approx(then.score, abs=1e-7) and now.null.p_value == then.null.p_value, name
         # mutual kNN records were recomputed again for the rate scheme (2026-12-07): its first B subsets are
         # the half-subsets of the original's interval, which they give back under the subsample rule
-        half = now.ci.draws[: len(now.ci.draws) // 2] if now.ci.scheme == "rate" else now.ci.draws
+        half = now.ci.draws[: len(now.ci.draws) // 2] if now.ci.scheme in ("rate", "arcsine_rate") else now.ci.draws
         spread = t_quantile(now.ci.level, len(half) - 1) * subset_se(half, "subsample", now.dataset.n, now.ci.subset_size)
         bounds = (max(now.score - spread, 0.0), min(now.score + spread, 1.0))
         assert bounds == pytest.approx((then.ci.lo, then.ci.hi), abs=1e-4), name

@@ -311,11 +311,11 @@ def test_a_record_drawn_under_an_older_interval_scheme_is_recomputed(tmp_path, m
     store, out = FeatureStore(home / "features"), tmp_path / "r"
     first = execute([Job(setting, LANG, VIS)], RunOptions(out=out, progress=False), store, scorers())
     record = load_record(first.written[0])
-    assert record.ci.scheme == "rate"
+    assert record.ci.scheme == "arcsine_rate"
     assert execute([Job(setting, LANG, VIS)], RunOptions(out=out, progress=False), store, scorers()).up_to_date
     older = record.model_copy(update={"ci": record.ci.model_copy(update={"scheme": "subsample", "rate": None,
                                                                           "draws": record.ci.draws[:4]})})
     write_record(out, older)
     again = execute([Job(setting, LANG, VIS)], RunOptions(out=out, progress=False), store, scorers())
     assert again.written and not again.up_to_date
-    assert load_record(again.written[0]).ci.scheme == "rate"
+    assert load_record(again.written[0]).ci.scheme == "arcsine_rate"

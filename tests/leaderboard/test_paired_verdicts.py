@@ -293,15 +293,16 @@ def scored() -> tuple[ResultRecord, list[torch.Tensor], list[torch.Tensor], Sett
 
 def test_a_scored_record_states_the_draws_its_interval_and_null_come_from(scored):
     record, xs, ys, setting = scored
-    assert record.ci.scheme == "rate" and record.ci.subset_size == 48 and len(record.ci.draws) == 16
+    assert record.ci.scheme == "arcsine_rate" and record.ci.subset_size == 48 and len(record.ci.draws) == 16
     assert 1 <= record.ci.rate <= 2
     lo, hi = subsample_ci("mutual_knn", xs, ys, n_sub=8, frac=0.5, seed=0, preprocess="prh", k=5)
     assert (record.ci.lo, record.ci.hi) == (lo, hi)
-    # the rate scheme's first B draws are the half-subsets of the subsample scheme, then B quarter-subsets
+    # the rate schemes' first B draws are the half-subsets of the subsample scheme, then B quarter-subsets
     half = subset_draws("mutual_knn", xs, ys, n_sub=8, frac=0.5, seed=0, preprocess="prh", scheme="subsample", k=5)
     assert record.ci.draws[:8] == half.scores.tolist()
-    a, quarter = record.ci.rate, np.array(record.ci.draws[8:])
-    se = math.sqrt((half.se**2 / (2**a - 1) + quarter.var(ddof=1) / (4**a - 1)) / 2)
+    a, phi = record.ci.rate, np.arcsin(np.sqrt(record.ci.draws))  # read on the arcsine scale, back by the delta
+    se = math.sqrt((phi[:8].var(ddof=1) / (2**a - 1) + phi[8:].var(ddof=1) / (4**a - 1)) / 2)
+    se *= math.sin(2 * math.asin(math.sqrt(record.score)))
     assert se == pytest.approx((record.ci.hi - record.ci.lo) / 2 / t_quantile(0.95, 7), rel=1e-12)
     null = permutation_null("mutual_knn", xs, ys, n_perm=30, seed=0, preprocess="prh", k=5)
     assert record.null.draws == null.values.tolist()
@@ -326,12 +327,12 @@ def test_a_record_cannot_choose_its_interval_scheme(scored):
     """Another scheme on the same draws, its interval restated to match, would pass the draws rule: the
     scheme itself must be the one this version draws for the metric and selection."""
     record = scored[0]
-    assert record.ci.scheme == "rate"
-    se = subset_se(record.ci.draws, "arcsine_rate", 96, record.ci.subset_size, record.ci.rate, record.score)
+    assert record.ci.scheme == "arcsine_rate"
+    se = subset_se(record.ci.draws, "rate", 96, record.ci.subset_size, record.ci.rate)
     half = t_quantile(0.95, 7) * se
     switched = record.model_copy(update={"ci": record.ci.model_copy(update={
-        "scheme": "arcsine_rate", "lo": max(0.0, record.score - half), "hi": min(1.0, record.score + half)})})
-    assert any("scheme 'arcsine_rate'" in p and "rate or subsample" in p for p in inconsistencies(switched))
+        "scheme": "rate", "lo": max(0.0, record.score - half), "hi": min(1.0, record.score + half)})})
+    assert any("scheme 'rate'" in p and "arcsine_rate or subsample" in p for p in inconsistencies(switched))
     cka = record.model_copy(update={"metric": record.metric.model_copy(update={"id": "cka", "params": {}})})
     assert any("resampled by jackknife" in p for p in inconsistencies(cka))
     heldout = record.model_copy(update={"metric": record.metric.model_copy(update={"selection": "heldout"})})

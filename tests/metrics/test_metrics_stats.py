@@ -360,9 +360,10 @@ def test_the_rate_scheme_falls_back_to_half_subsets_where_its_second_subsets_are
     half-subset one (a small --limit run still gets one), and says so in its scheme."""
     from platobench.metrics.stats import interval_scheme, subset_draws
 
-    assert interval_scheme("mutual_knn", "best") == "rate" and interval_scheme("mutual_knn", "best", 644) == "rate"
+    assert interval_scheme("mutual_knn", "best") == "arcsine_rate"
+    assert interval_scheme("mutual_knn", "best", 644) == "arcsine_rate"
     assert interval_scheme("mutual_knn", "best", 16, 0.5, {"k": 5}) == "subsample"
-    assert interval_scheme("mutual_knn", "best", 24, 0.5, {"k": 5}) == "rate"  # quarter-subsets of 6
+    assert interval_scheme("mutual_knn", "best", 24, 0.5, {"k": 5}) == "arcsine_rate"  # quarter-subsets of 6
     assert interval_scheme("mutual_knn", "heldout", 644) == "subsample"
     g = torch.Generator().manual_seed(0)
     xs, ys = [torch.randn(16, 4, generator=g)], [torch.randn(16, 3, generator=g)]
