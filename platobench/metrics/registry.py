@@ -76,9 +76,9 @@ class Metric:
         CKA, SVCCA, the in-sample rotation residual) or
         "subsample" (half-subsets, the delete-d jackknife factor, for scores built on neighbour sets or a
         sample split: LCS) or "rate" (half-subsets with the variance's rate in N read from quarter-subsets
-        beside them: mutual kNN, CKNNA, the held-out residual) or "arcsine_rate" (the same on the
-        arcsin(sqrt(score)) scale, for a proportion whose rate saturates on small subsets: cycle kNN;
-        only with range (0, 1)); each chosen by simulation
+        beside them: CKNNA, the held-out residual) or "arcsine_rate" (the same on the arcsin(sqrt(score))
+        scale of a proportion: mutual kNN, and cycle kNN, whose rate saturates on small subsets; only with
+        range (0, 1)); each chosen by simulation
         (platobench/metrics/calibration.py, docs/statistics.md).
     estimand: what that interval is an interval for, from `ESTIMANDS`: "population" (a value of the
         population independent of N, e.g. its CKA) or "expected_at_n" (the expected score of N samples

@@ -37,14 +37,14 @@ metric's range. The metric declares how the subsets are drawn (`Metric.interval`
               the two sizes' variances, pooled over the grid's cells, gives the rate a in Var ~ N^-a
               (kept in [1, 2]); each size estimates the variance at N as sd(score_b)^2 / ((N / m)^a - 1),
               s^2 their mean (Bertail, Politis & Romano 1999; platobench/metrics/resampling.py). For
-              mutual kNN and CKNNA, whose variance falls faster than 1 / N near chance, and the held-out
-              residual (a fit on half the samples): standard error 0.93-1.18x the score's spread, coverage
-              .928-.985 (mutual kNN, CKNNA) and .937-.959 (residual; 1,000 datasets per cell), where
-              half-subsets gave 1.1-1.4x and .975-1.00.
+              CKNNA, whose variance falls faster than 1 / N near chance, and the held-out residual (a fit
+              on half the samples): standard error 1.03-1.11x the score's spread, coverage .937-.967
+              (1,000 datasets per cell), where half-subsets gave 1.1-1.4x and .975-1.00.
   arcsine_rate  the rate scheme on arcsin(sqrt(score)), mapped back by the delta method at the score
               (platobench/metrics/resampling.py), the exponent from the pooled ratio times (B - 3) / (B - 1).
-              For cycle kNN, a proportion that saturates on small subsets (its quarter-subsets vary less
-              than its halves): see docs/statistics.md for its coverage, where the jackknife gave .999.
+              For proportions: mutual kNN (coverage .962-.965, where "rate" gave .928-.960) and cycle kNN,
+              which saturates on small subsets (its quarter-subsets vary less than its halves; .941-.967,
+              where the jackknife gave .999); docs/statistics.md.
 Each choice, and the t quantile in place of B-quantiles of the subset scores (which for B = 20 read the
 tails from the two extreme draws and under-covered: CKA .86-.88 at nominal .95), was made by simulation:
 platobench/metrics/calibration.py measures the coverage on synthetic populations with known values,
