@@ -84,7 +84,7 @@ def test_record_says_how_its_interval_was_made_and_what_it_is_for():
     knn = _score(_setting(n_ci=6), xs, ys).ci
     assert knn.estimand == "expected_at_n" and knn.method.startswith(
         "rate-corrected subsampling without replacement: 6 subsets of 0.5 N and 6 of 0.25 N")
-    assert knn.scheme == "rate" and len(knn.draws) == 12 and 1 <= knn.rate <= 2
+    assert knn.scheme == "arcsine_rate" and len(knn.draws) == 12 and 1 <= knn.rate <= 2
     cka = _score(_setting("cka", n_ci=6), xs, ys).ci
     assert cka.estimand == "population" and cka.method.startswith("grouped jackknife: 6 seeded groups")
     biased = _score(Setting(id="t", dataset="x", metric="cka", params={"estimator": "biased"}, preprocess="l2",

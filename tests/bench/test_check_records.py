@@ -20,6 +20,7 @@ from bench_fixtures import (
 
 from platobench.bench.check import compare
 from platobench.cli import main
+from platobench.metrics.resampling import subset_df, subset_se, t_quantile
 
 N, PAIR = CHECK_N, CHECK_PAIR
 
@@ -46,12 +47,19 @@ def check(results, *extra):
 
 
 def shift(d, delta):
-    """Move a mutual-kNN record's score, grid, interval and subset scores by `delta`, keeping it self-consistent (the
-    calibrated score follows the score; perfect = 1)."""
+    """Move a mutual-kNN record's score, grid and subset scores by `delta`, keeping it self-consistent (the interval
+    restated from its subset scores at the new score, as the arcsine scheme's depends on it; the calibrated score
+    follows the score; perfect = 1)."""
     d.update(score=d["score"] + delta, grid=[[v + delta for v in row] for row in d["grid"]])
-    d["ci"].update(lo=d["ci"]["lo"] + delta, hi=min(1.0, d["ci"]["hi"] + delta))  # clipped to the range
-    if "draws" in d["ci"]:  # the interval follows from its subset scores
-        d["ci"]["draws"] = [v + delta for v in d["ci"]["draws"]]
+    ci = d["ci"]
+    if "draws" not in ci:
+        ci.update(lo=ci["lo"] + delta, hi=min(1.0, ci["hi"] + delta))  # clipped to the range
+    else:  # the interval follows from its subset scores
+        ci["draws"] = [v + delta for v in ci["draws"]]
+        se = subset_se(ci["draws"], ci["scheme"], d["dataset"]["n"], ci["subset_size"], ci.get("rate"),
+                       d["score"] if ci["scheme"] == "arcsine_rate" else None)
+        half = t_quantile(ci["level"], subset_df(ci["scheme"], len(ci["draws"]))) * se
+        ci.update(lo=max(0.0, d["score"] - half), hi=min(1.0, d["score"] + half))
     d["calibrated"] = (d["score"] - d["null"]["mean"]) / (1 - d["null"]["mean"])
 
 
