@@ -72,6 +72,7 @@ from platobench.metrics.preprocess import LayerStack, RowSubset, prepared_layers
 from platobench.metrics.registry import INTERVAL_SCHEMES, Metric, get_metric
 from platobench.metrics.resampling import (
     RATE_SCHEMES,
+    arcsine,
     rate_exponent,
     rate_small_size,
     subset_df,
@@ -429,7 +430,7 @@ def _pooled_rate(larger: torch.Tensor, smaller: torch.Tensor, n: int, size: int,
     and an exponent read too high makes the interval short (cycle kNN, flat population, N = 256: coverage
     .919 without the factor, .941 with it; docs/statistics.md)."""
     if on_arcsine:
-        larger, smaller = (g.double().clamp(0, 1).sqrt().asin() for g in (larger, smaller))
+        larger, smaller = (torch.from_numpy(arcsine(g.double().numpy())) for g in (larger, smaller))
     var_large, var_small = (g.var(0, unbiased=True) for g in (larger.double(), smaller.double()))
     finite = var_large.isfinite() & var_small.isfinite()
     ratio = float(var_small[finite].sum() / var_large[finite].sum()) if finite.any() else math.nan
