@@ -33,7 +33,7 @@ RANGES: dict[str, tuple[float, float] | None] = {
 }
 
 INTERVALS: dict[str, str] = {
-    "cka": "jackknife",
+    "cka": "subsample",
     "cknna": "rate",
     "cycle_knn": "arcsine_rate",
     "lcs_knn": "subsample",

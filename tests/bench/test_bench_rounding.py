@@ -86,7 +86,7 @@ def test_record_says_how_its_interval_was_made_and_what_it_is_for():
         "rate-corrected subsampling without replacement: 6 subsets of 0.5 N and 6 of 0.25 N")
     assert knn.scheme == "arcsine_rate" and len(knn.draws) == 12 and 1 <= knn.rate <= 2
     cka = _score(_setting("cka", n_ci=6), xs, ys).ci
-    assert cka.estimand == "population" and cka.method.startswith("grouped jackknife: 6 seeded groups")
+    assert cka.estimand == "population" and cka.method.startswith("subsampling without replacement: 6 subsets of 0.5 N")
     biased = _score(Setting(id="t", dataset="x", metric="cka", params={"estimator": "biased"}, preprocess="l2",
                             n_perm=0, n_ci=6), xs, ys).ci
     assert biased.estimand == "expected_at_n"

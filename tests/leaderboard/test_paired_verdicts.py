@@ -333,8 +333,8 @@ def test_a_record_cannot_choose_its_interval_scheme(scored):
     switched = record.model_copy(update={"ci": record.ci.model_copy(update={
         "scheme": "rate", "lo": max(0.0, record.score - half), "hi": min(1.0, record.score + half)})})
     assert any("scheme 'rate'" in p and "arcsine_rate or subsample" in p for p in inconsistencies(switched))
-    cka = record.model_copy(update={"metric": record.metric.model_copy(update={"id": "cka", "params": {}})})
-    assert any("resampled by jackknife" in p for p in inconsistencies(cka))
+    svcca = record.model_copy(update={"metric": record.metric.model_copy(update={"id": "svcca", "params": {}})})
+    assert any("resampled by jackknife" in p for p in inconsistencies(svcca))
     heldout = record.model_copy(update={"metric": record.metric.model_copy(update={"selection": "heldout"})})
     assert any("resampled by subsample" in p for p in inconsistencies(heldout))
 

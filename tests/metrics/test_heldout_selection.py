@@ -217,6 +217,7 @@ def test_a_subset_keeps_every_sample_in_its_half_and_resamples_half_subsets():
     within = torch.arange(0, 40, 3)
     split = HalfSplit.of("cka", stacks, 40, seed=7, preprocess="none", within=within)
     assert torch.equal(split.rows[0], a[torch.isin(a, within)]) and torch.equal(split.rows[1], b[torch.isin(b, within)])
-    assert interval_scheme("cka", "heldout") == "subsample" and interval_scheme("cka", "best") == "jackknife"
+    assert interval_scheme("svcca", "heldout") == "subsample" and interval_scheme("svcca", "best") == "jackknife"
+    assert interval_scheme("mutual_knn", "heldout") == "subsample"
     draws = subset_draws("cka", xs, ys, selection="heldout", n_sub=4, frac=0.5, seed=7)
     assert draws.scheme == "subsample" and draws.size == 20

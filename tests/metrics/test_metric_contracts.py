@@ -165,7 +165,7 @@ def test_every_metric_declares_how_its_interval_is_made_and_what_it_is_for():
     cka = get_metric("cka")
     assert [cka.estimand_for(cka.resolve_params({"estimator": e})) for e in ("unbiased", "biased")] == [
         "population", "expected_at_n"]
-    assert {m.id for m in list_metrics() if m.interval == "subsample"} == {"lcs_knn"}
+    assert {m.id for m in list_metrics() if m.interval == "subsample"} == {"lcs_knn", "cka"}
     assert {m.id for m in list_metrics() if m.interval == "rate"} == {"cknna", "rotation_residual_heldout"}
     assert {m.id for m in list_metrics() if m.interval == "arcsine_rate"} == {"mutual_knn", "cycle_knn"}
     fields = {f: getattr(cka, f) for f in cka.__dataclass_fields__}
