@@ -14,8 +14,8 @@ A record is a file anyone can edit. These rules need no features and no recomput
   (platobench/metrics/resampling.py), and the null's mean, std, count and p-value are those of its
   `null.draws`; the paired verdicts read these draws, so they must say what the interval and null say;
   and the interval's scheme is the one this version draws for the metric and selection (`INTERVALS` of
-  platobench/metrics/best_values.py; half-subsets under held-out selection and as the rate schemes'
-  fallback): the same draws read by another scheme give another width, so the scheme is not the record's
+  platobench/metrics/best_values.py; half-subsets in place of the jackknife under held-out selection and
+  as the rate schemes' fallback): the same draws read by another scheme give another width, so the scheme is not the record's
   choice.
 
 The leaderboard (and `submit`'s board) refuses a record that breaks one (`consistent_records` names it,
@@ -127,12 +127,13 @@ def _heldout_problems(record: ResultRecord) -> list[str]:
 
 def _schemes(record: ResultRecord) -> tuple[str, ...] | None:
     """The interval schemes this version draws for the record's metric and selection (`stats.interval_scheme`):
-    half-subsets under held-out selection; the metric's own otherwise, or half-subsets as the rate schemes'
-    fallback when their quarter-subsets are too small. None for a metric this version does not know."""
+    the metric's own, half-subsets in place of the jackknife under held-out selection, and half-subsets as
+    the rate schemes' fallback when their quarter-subsets are too small. None for a metric this version does
+    not know."""
     declared = INTERVALS.get(record.metric.id)
     if declared is None:
         return None
-    if record.metric.selection == "heldout":
+    if record.metric.selection == "heldout" and declared == "jackknife":
         return ("subsample",)
     return (declared, "subsample") if declared in RATE_SCHEMES else (declared,)
 

@@ -15,7 +15,8 @@ Procrustes residual, whose split is tied to sample positions) re-summarises Y[pe
 
 Held-out layer selection ("heldout", platobench/metrics/heldout.py): the observed score cross-fits two
 halves of the samples; the null shuffles the pairing within each half and cross-fits inside every draw;
-each interval subset keeps every sample in its half and is cross-fitted the same way.
+each interval subset keeps every sample in its half and is cross-fitted the same way (a rate scheme reads
+its exponent from the cells of both halves' grids: one cross-fitted value per subset is too few).
 
 Confidence interval (`subsample_ci`): B scores of the selected layer pair on subsets of the samples
 (without replacement: the bootstrap duplicates samples, a duplicate is its own exact nearest neighbour in
@@ -28,7 +29,8 @@ metric's range. The metric declares how the subsets are drawn (`Metric.interval`
               (SVCCA, the in-sample residual).
   subsample   B seeded subsets of m = round(frac N) samples; s = sd(score_b) sqrt(m / (N - m)), the
               delete-d jackknife factor (Shao & Wu 1989, d = N - m; 1 for half-samples). For LCS, CKA and
-              every metric under held-out selection, where leaving out a few samples moves the score by jumps
+              every metric declaring the jackknife under held-out selection, where leaving out a few samples
+              moves the score by jumps
               (neighbour lists, which cell wins a half, which of near-tied CKA cells is the best: CKA's
               jackknife had standard error 1.22x and coverage .964-.979 on a flat spectrum, half-subsets
               .943-.957 in every cell): the grouped jackknife overstates their spread
@@ -267,19 +269,24 @@ def permutation_null(
 
 def interval_scheme(metric: str, selection: str | tuple[int, int], n: int | None = None, frac: float = 0.5,
                     params: dict[str, Any] | None = None) -> str:
-    """How the interval of `metric` under `selection` resamples: the metric's own `Metric.interval`, but
-    "subsample" for a held-out selection whatever the metric (whether a cell wins its half flips by jumps
-    when a few samples leave, so the grouped jackknife overstates the spread: unbiased CKA held out on the
-    flat population, standard error 1.7x the score's sd with the jackknife, 1.1x with half-subsets), and
-    "subsample" in place of "rate" when N is given and the rate scheme's second subsets (`rate_small_size`
-    of round(frac N)) are too few samples for the metric with `params` (e.g. k >= m' for a kNN metric, as
+    """How the interval of `metric` under `selection` resamples: the metric's own `Metric.interval`, with
+    two exceptions. "subsample" in place of "jackknife" for a held-out selection (whether a cell wins its
+    half flips by jumps when a few samples leave, so the grouped jackknife overstates the spread: unbiased
+    CKA held out on the flat population, standard error 1.7x the score's sd with the jackknife, 1.1x with
+    half-subsets); a rate scheme stays one under held-out selection, its exponent read from both halves'
+    grids of every subset (`subset_draws`; mutual kNN held out: coverage .960 and .955 where half-subsets
+    gave .990 and .980, docs/statistics.md). And "subsample" in place of a rate scheme when N is given and
+    its second subsets (`rate_small_size` of round(frac N), halved again for a held-out selection, which
+    scores each half) are too few samples for the metric with `params` (e.g. k >= m' for a kNN metric, as
     in a small `--limit` run): the interval is then the half-subset one, and the record says so."""
     m = get_metric(metric)
-    if selection == HELDOUT:
+    if selection == HELDOUT and m.interval == "jackknife":
         return "subsample"
     if m.interval not in RATE_SCHEMES or n is None:
         return m.interval
     small = rate_small_size(round(frac * n))
+    if selection == HELDOUT:
+        small //= 2
     if small < 2:
         return "subsample"
     try:

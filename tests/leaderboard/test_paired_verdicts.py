@@ -335,8 +335,10 @@ def test_a_record_cannot_choose_its_interval_scheme(scored):
     assert any("scheme 'rate'" in p and "arcsine_rate or subsample" in p for p in inconsistencies(switched))
     svcca = record.model_copy(update={"metric": record.metric.model_copy(update={"id": "svcca", "params": {}})})
     assert any("resampled by jackknife" in p for p in inconsistencies(svcca))
-    heldout = record.model_copy(update={"metric": record.metric.model_copy(update={"selection": "heldout"})})
+    heldout = svcca.model_copy(update={"metric": svcca.metric.model_copy(update={"selection": "heldout"})})
     assert any("resampled by subsample" in p for p in inconsistencies(heldout))
+    knn_heldout = record.model_copy(update={"metric": record.metric.model_copy(update={"selection": "heldout"})})
+    assert not any("resampled by" in p for p in inconsistencies(knn_heldout))  # a rate scheme stays one held out
 
 
 def test_check_compares_the_draws_themselves(scored):

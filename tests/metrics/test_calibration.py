@@ -117,10 +117,6 @@ def _population_for(n: int) -> Population:
 
 #: Cells outside BAND with the coverage measured by this suite (1,000 datasets; docs/statistics.md).
 OUTSIDE_BAND: dict[tuple[str, int], str] = {
-    ("mutual kNN, held-out selection", 256): "coverage 0.990 (flat spectrum; truth below lo / above hi 0.001 / 0.009), "
-                                             "mean se / sd 1.24",
-    ("mutual kNN, held-out selection", 644): "coverage 0.980 (distinct spectrum; truth below lo / above hi 0.009 / "
-                                             "0.011), mean se / sd 1.25",
     ("CKA, unbiased, held-out selection", 256): "coverage 0.980 (flat spectrum; truth below lo / above hi 0.010 / "
                                                 "0.010), mean se / sd 1.13",
 }

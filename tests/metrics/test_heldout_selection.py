@@ -123,7 +123,7 @@ def test_null_and_interval_cross_fit_inside_every_draw():
     assert draws.observed == null.observed or draws.observed == pytest.approx(
         HalfSplit.of("mutual_knn", (LayerStack(xs, "Xs"), LayerStack(ys, "Ys")), 120, seed=0, preprocess="none",
                      k=5).cross_fit().score)
-    assert len(draws.scores) == 6 and draws.size == 60
+    assert draws.scheme == "arcsine_rate" and len(draws.scores) == 12 and draws.size == 60  # 6 halves, 6 quarters
     lo, hi = draws.interval(0.95)
     assert lo <= draws.observed <= hi
 
@@ -207,8 +207,8 @@ def test_the_score_command_applies_heldout_with_its_seed(tmp_path, capsys):
 def test_a_subset_keeps_every_sample_in_its_half_and_resamples_half_subsets():
     """An interval subset is cross-fitted on the full sample's halves restricted to it (a new random split
     per subset would add the split's own noise to every subset score), and a held-out interval draws
-    half-subsets whatever the metric's own scheme (the grouped jackknife overstates the spread of a choice
-    that flips by jumps)."""
+    half-subsets where the metric declares the jackknife (which overstates the spread of a choice that flips
+    by jumps)."""
     from platobench.metrics.stats import interval_scheme
 
     xs, ys = _latent_layers(40, 12, (0.5, 1.5))
@@ -218,6 +218,33 @@ def test_a_subset_keeps_every_sample_in_its_half_and_resamples_half_subsets():
     split = HalfSplit.of("cka", stacks, 40, seed=7, preprocess="none", within=within)
     assert torch.equal(split.rows[0], a[torch.isin(a, within)]) and torch.equal(split.rows[1], b[torch.isin(b, within)])
     assert interval_scheme("svcca", "heldout") == "subsample" and interval_scheme("svcca", "best") == "jackknife"
-    assert interval_scheme("mutual_knn", "heldout") == "subsample"
+    assert interval_scheme("cka", "heldout") == "subsample"
     draws = subset_draws("cka", xs, ys, selection="heldout", n_sub=4, frac=0.5, seed=7)
     assert draws.scheme == "subsample" and draws.size == 20
+
+
+def test_a_held_out_rate_interval_reads_its_exponent_from_both_halves_grids():
+    """Mutual kNN keeps its arcsine_rate scheme under held-out selection; each subset's draw is the cross-fit of
+    its halves, and the exponent is the rate schemes' pooled ratio over every cell of both halves' grids of
+    the B half- and B quarter-subsets (one cross-fitted value per subset is too noisy a ratio), recomputed
+    here from its definition."""
+    from platobench.metrics.heldout import cross_fit_value
+    from platobench.metrics.stats import _pooled_rate, interval_scheme, interval_subsets
+
+    xs, ys = _latent_layers(160, 5, (0.6, 1.0, 1.6))
+    assert interval_scheme("mutual_knn", "heldout", 160, params={"k": 5}) == "arcsine_rate"
+    # quarter-subsets of 40 are cross-fitted on halves of about 20: too few for k = 20
+    assert interval_scheme("mutual_knn", "heldout", 160, params={"k": 20}) == "subsample"
+    assert interval_scheme("mutual_knn", "best", 160, params={"k": 20}) == "arcsine_rate"
+    draws = subset_draws("mutual_knn", xs, ys, selection="heldout", n_sub=5, frac=0.5, seed=3, preprocess="l2", k=5)
+    assert draws.scheme == "arcsine_rate" and len(draws.scores) == 10 and draws.size == 80
+    stacks = LayerStack(xs, "Xs"), LayerStack(ys, "Ys")
+    grids, scores = [], []
+    for idx in interval_subsets("mutual_knn", 160, n_sub=5, frac=0.5, seed=3, scheme="arcsine_rate"):
+        a, b = (s.grid() for s in HalfSplit.of("mutual_knn", stacks, 160, seed=3, preprocess="l2", within=idx,
+                                                k=5).summaries)
+        grids.append(torch.stack([a, b]))
+        scores.append(cross_fit_value(a, b, True))
+    np.testing.assert_array_equal(draws.scores, scores)
+    assert draws.rate == _pooled_rate(torch.stack(grids[:5]), torch.stack(grids[5:]), 160, 80, on_arcsine=True)
+    assert 1 <= draws.rate <= 2

@@ -364,7 +364,8 @@ def test_the_rate_scheme_falls_back_to_half_subsets_where_its_second_subsets_are
     assert interval_scheme("mutual_knn", "best", 644) == "arcsine_rate"
     assert interval_scheme("mutual_knn", "best", 16, 0.5, {"k": 5}) == "subsample"
     assert interval_scheme("mutual_knn", "best", 24, 0.5, {"k": 5}) == "arcsine_rate"  # quarter-subsets of 6
-    assert interval_scheme("mutual_knn", "heldout", 644) == "subsample"
+    assert interval_scheme("mutual_knn", "heldout", 644) == "arcsine_rate"
+    assert interval_scheme("mutual_knn", "heldout", 24, 0.5, {"k": 5}) == "subsample"  # halves of 6 cross-fit on 3
     g = torch.Generator().manual_seed(0)
     xs, ys = [torch.randn(16, 4, generator=g)], [torch.randn(16, 3, generator=g)]
     draws = subset_draws("mutual_knn", xs, ys, n_sub=4, preprocess="l2", k=5)
