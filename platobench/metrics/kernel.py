@@ -191,7 +191,7 @@ CKA = register(
         # Half-subsets, not the grouped jackknife: a best-of-grid CKA is the maximum of near-tied cells on a flat
         # spectrum, not a smooth statistic, and leaving out a twentieth of the samples re-selects among them, which
         # the jackknife's (B - 1) factor inflates (standard error 1.22-1.23x the score's spread, coverage .964 and
-        # .979 at N = 256); half-subsets cover .943-.950 in every cell (1,000 datasets each; docs/statistics.md).
+        # .979 at N = 256); half-subsets cover .943-.957 in every cell (1,000 datasets each; docs/statistics.md).
         interval="subsample",
         extra={"permute": _permute},
     )
