@@ -15,8 +15,8 @@ A record is a file anyone can edit. These rules need no features and no recomput
   `null.draws`; the paired verdicts read these draws, so they must say what the interval and null say;
   and the interval's scheme is the one this version draws for the metric and selection (`INTERVALS` of
   platobench/metrics/best_values.py; half-subsets in place of the jackknife under held-out selection and
-  as the rate schemes' fallback): the same draws read by another scheme give another width, so the scheme is not the record's
-  choice.
+  as the rate schemes' fallback): the same draws read by another scheme give another width, so the scheme
+  is not the record's choice.
 
 The leaderboard (and `submit`'s board) refuses a record that breaks one (`consistent_records` names it,
 as conflicting duplicates are named); `platobench check` reports it as invalid. Recomputing (`platobench

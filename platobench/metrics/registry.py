@@ -75,8 +75,9 @@ class Metric:
         "jackknife" (grouped delete-d jackknife, for scores that are smooth functions of sample moments:
         SVCCA, the in-sample rotation residual) or
         "subsample" (half-subsets, the delete-d jackknife factor, for scores built on neighbour sets or a
-        sample split, LCS, and for CKA, whose best of a grid of near-tied cells is not smooth) or "rate" (half-subsets with the variance's rate in N read from quarter-subsets
-        beside them: CKNNA, the held-out residual) or "arcsine_rate" (the same on the arcsin(sqrt(score))
+        sample split, LCS, and for CKA, whose best of a grid of near-tied cells is not smooth) or "rate"
+        (half-subsets with the variance's rate in N read from quarter-subsets beside them: CKNNA, the
+        held-out residual) or "arcsine_rate" (the same on the arcsin(sqrt(score))
         scale of a proportion: mutual kNN, and cycle kNN, whose rate saturates on small subsets; only with
         range (0, 1)); each chosen by simulation
         (platobench/metrics/calibration.py, docs/statistics.md).

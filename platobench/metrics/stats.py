@@ -30,10 +30,9 @@ metric's range. The metric declares how the subsets are drawn (`Metric.interval`
   subsample   B seeded subsets of m = round(frac N) samples; s = sd(score_b) sqrt(m / (N - m)), the
               delete-d jackknife factor (Shao & Wu 1989, d = N - m; 1 for half-samples). For LCS, CKA and
               every metric declaring the jackknife under held-out selection, where leaving out a few samples
-              moves the score by jumps
-              (neighbour lists, which cell wins a half, which of near-tied CKA cells is the best: CKA's
-              jackknife had standard error 1.22x and coverage .964-.979 on a flat spectrum, half-subsets
-              .943-.957 in every cell): the grouped jackknife overstates their spread
+              moves the score by jumps (neighbour lists, which cell wins a half, which of near-tied CKA cells
+              is the best: CKA's jackknife had standard error 1.22x and coverage .964-.979 on a flat
+              spectrum, half-subsets .943-.957 in every cell): the grouped jackknife overstates their spread
               1.3-3x, Politis & Romano's sqrt(m / N) understates it. This factor overstates it too, less
               (mutual kNN had standard error 1.1-1.3x, coverage .975-.985; the held-out residual 1.2-1.3x,
               .978-.990): never short.

@@ -130,10 +130,14 @@ def test_changed_samples_are_not_recomputed_but_listed(env, capsys):
 
 
 def test_changed_n_is_not_verified_and_fails(env, capsys):
+    """An edited N fails before any recomputation: the CKA record's interval no longer follows from its
+    half-subset scores at that N (their factor sqrt(m / (N - m)) reads N), so the record is invalid."""
     results, _, files = env
+    assert json.loads(files[0].read_text())["ci"]["scheme"] == "subsample"
     edit(files[0], lambda d: d["dataset"].update(n=d["dataset"]["n"] * 10))
     assert check(results) == 1
-    assert "could not be recomputed" in capsys.readouterr().err
+    out = capsys.readouterr().out
+    assert "| INVALID | tiny-cka |" in out and "standard error of its 3 subset scores" in out
 
 
 def test_failures_are_listed_first(env, capsys):

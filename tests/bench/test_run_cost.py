@@ -30,7 +30,7 @@ def run(tmp_path, monkeypatch, capsys, setting: str, *extra: str) -> tuple[int, 
     return code, capsys.readouterr().err
 
 
-@pytest.mark.parametrize("counts", ["n_perm: 10000000", "n_ci: 1000000"])
+@pytest.mark.parametrize("counts", ["n_perm: 10000000", "n_ci: 10000000"])
 def test_ten_million_draws_on_24_samples_ask_for_yes_with_an_estimate(tmp_path, monkeypatch, capsys, counts):
     code, err = run(tmp_path, monkeypatch, capsys, f"{{dataset: openclipart-1024, metric: cka, {counts}}}")
     assert code == 2 and "estimated at ~" in err and "pass --yes" in err
@@ -38,7 +38,7 @@ def test_ten_million_draws_on_24_samples_ask_for_yes_with_an_estimate(tmp_path, 
 
 
 def test_over_the_hard_cap_even_yes_is_refused(tmp_path, monkeypatch, capsys):
-    code, err = run(tmp_path, monkeypatch, capsys, "{dataset: openclipart-1024, metric: cka, n_ci: 100000000}", "--yes")
+    code, err = run(tmp_path, monkeypatch, capsys, "{dataset: openclipart-1024, metric: cka, n_ci: 1000000000}", "--yes")
     assert code == 2 and "over the limit of 7 days" in err
 
 
