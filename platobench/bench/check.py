@@ -12,8 +12,10 @@ Every field the leaderboard shows is verified (platobench/bench/check_fields.py)
 last-layer score, chance, calibrated score, null mean/std/p-value, CI bounds and level, grid cells) are
 compared with the recomputation, a difference above `tol` is "moved"; stated metadata (setting, kind,
 metric id/params/preprocessing/selection, model names/revisions/sizes/kinds, dataset, chosen layers, null
-draws and seed) must equal exactly what was run, else the record is "invalid". Both are failures, printed
-as a diff table. Records that cannot be recomputed are listed with the reason (never skipped silently);
+draws and seed) must equal exactly what was run, else the record is "invalid". The verdict is verified too:
+each recomputed record is judged against its recomputed matched controls of the same folder by the
+leaderboard's own rule (platobench/leaderboard/verdicts.py) and a verdict that differs from the one the
+stated records give is "moved". Both are failures, printed as a diff table. Records that cannot be recomputed are listed with the reason (never skipped silently);
 with `strict` they count as failures.
 
 `perturb` (relative noise, e.g. 1e-6) multiplies every feature by (1 + perturb * e), e ~ N(0, 1) seeded:
@@ -239,10 +241,11 @@ def run_check(records: list[ResultRecord], checker: Checker, tol: float, *, prog
     """Check every record: "invalid" when a stated field (chosen layers included, up to a near tie within
     the tolerance) is not what would be run or the record contradicts itself (`inconsistencies`, even when
     it cannot be recomputed), else "moved" when a compared value differs by more than its
-    tolerance (`record_tolerance`), else "ok"; "skipped" when it could not be recomputed."""
+    tolerance (`record_tolerance`) or its verdict differs from the recomputed one (`judge_again`), else
+    "ok"; "skipped" when it could not be recomputed."""
     from tqdm.auto import tqdm
 
-    outcomes = []
+    outcomes, recomputed = [], {}
     for record in tqdm(records, desc="check", unit="record", disable=not progress, dynamic_ncols=True):
         out, new = checker.check(record)
         own_tol, note = record_tolerance(record, new, tol)
@@ -253,11 +256,31 @@ def run_check(records: list[ResultRecord], checker: Checker, tol: float, *, prog
             out.mismatches += [layers] if layers is not None else []
             out.notes += [note] if note else []
             out.status = "moved" if any(d.moved(own_tol) for d in out.diffs) else "ok"
+            recomputed[id(record)] = new
         out.mismatches += [Mismatch("record", "contradicts itself", why) for why in inconsistencies(record)]
         if out.mismatches:
             out.status = "invalid"
         outcomes.append(out)
+    if checker.statistics:
+        judge_again(records, recomputed, outcomes)
     return outcomes
+
+
+def judge_again(records: list[ResultRecord], recomputed: dict[int, ResultRecord], outcomes: list[Outcome]) -> None:
+    """Set each recomputed record's `Outcome.verdict`: (its verdict among the stated records, its recomputed
+    verdict against the recomputed records — a control that was not recomputed counts as stated), by the
+    leaderboard's rule; an "ok" record whose verdict differs becomes "moved"."""
+    from platobench.leaderboard.verdicts import judge
+
+    stated = [r for r in records if not inconsistencies(r)]  # the leaderboard leaves the others out as well
+    again = [recomputed.get(id(r), r) for r in stated]
+    for record, out in zip(records, outcomes):
+        new = recomputed.get(id(record))
+        if new is None:
+            continue
+        out.verdict = (judge(record, stated).text, judge(new, again).text)
+        if out.verdict_moved and out.status == "ok":
+            out.status = "moved"
 
 
 def _num(v: float | None) -> str:
@@ -278,6 +301,9 @@ def diff_table(outcomes: list[Outcome], tol: float) -> str:
         for m in o.mismatches:
             lines.append(f"| INVALID | {o.setting} | {pair} | {m.field} | {_cell(m.stated)} | {_cell(m.expected)} "
                          "| stated != expected |")
+        if o.verdict_moved:
+            lines.append(f"| MOVED | {o.setting} | {pair} | verdict | {_cell(o.verdict[0])} | {_cell(o.verdict[1])} "
+                         "| another verdict |")
         if o.status == "ok":
             shown_diffs = [max(o.diffs, key=lambda d: d.delta or 0.0)] if o.diffs else []
         else:
@@ -303,7 +329,8 @@ def register(subparsers: Any) -> None:
             "Regression check on result records: recompute every record under RESULTS whose inputs are "
             "available (cached features, or offline demo models that can be extracted) with the setting that "
             "would be run, and exit 1 with a diff table when a score, chance, calibrated score, null statistic, "
-            "CI bound or level or grid cell moved by more than --tol (0.001 as in MTEB's results CI), or when a "
+            "CI bound or level or grid cell moved by more than --tol (0.001 as in MTEB's results CI), or its "
+            "verdict against its matched baselines (recomputed from the recomputed records of RESULTS) changed, or when a "
             "stated field (setting, metric and its params, model revisions, sizes and kinds, dataset, chosen "
             "layers, null draws and seed) differs from what would be run, or when a record contradicts itself "
             "(its score is not its grid cell, its interval does not contain it, its calibrated score does not "

@@ -1,10 +1,16 @@
 """The fields of a result record that `platobench check` verifies: every field the leaderboard shows.
 
 Values that are measured (score, last-layer score, chance, calibrated score, null mean/std/p-value, CI
-bounds, level and rate exponent, grid cells, a held-out selection's in-sample and fold scores, and where stated the subset scores and null draws the paired verdicts read) are recomputed and compared within a tolerance (`compare` -> `Diff`).
+bounds, level and rate exponent, grid cells, a held-out selection's in-sample and fold scores) are recomputed
+and compared within a tolerance (`compare` -> `Diff`). The subset scores and null draws a record states are
+not compared one by one: a single draw may move by more than any score's tolerance when a near tie re-selects
+another layer pair inside it (cross-fitted re-selection is discontinuous) while everything the record
+asserts stays put. What the draws assert is compared instead: the interval and null they give (the record's
+own consistency ties those to its draws, platobench/leaderboard/consistency.py) and the verdict the paired
+tests read from them (`platobench check` recomputes each record's verdict against its recomputed controls).
 Everything else is stated, not measured, and must equal exactly what would be run (`mismatches` ->
 `Mismatch`): the setting id and kind, the metric (id, resolved params, preprocessing, selection,
-direction), each model's name, revision, size and kind, the dataset's name, revision, n and fingerprint,
+direction), each model's name, revision, size, kind and disclosures (`trained_on`, `fitted_on_eval`), the dataset's name, revision, n and fingerprint,
 the null's draws and seed, the interval's method and estimand, and the chosen layers (`chosen_layers`, which allows only a near tie).
 """
 
@@ -24,7 +30,8 @@ STAT_DETAIL_FIELDS = ("null.std", "null.p_value", "ci.level", "ci.rate")
 EXACT_FIELDS = (
     "setting", "kind", "metric.id", "metric.params", "metric.preprocess", "metric.selection",
     "metric.higher_is_better", "x.name", "x.revision", "x.params_m", "x.kind", "x.modality", "x.input",
-    "y.name", "y.revision", "y.params_m", "y.kind", "y.modality", "y.input", "dataset.name", "dataset.revision",
+    "x.trained_on", "x.fitted_on_eval", "y.name", "y.revision", "y.params_m", "y.kind", "y.modality", "y.input",
+    "y.trained_on", "y.fitted_on_eval", "dataset.name", "dataset.revision",
     "dataset.n", "dataset.fingerprint",
 )
 # compared where both sides have a null / an interval: how the interval was made and what it is for are
@@ -96,9 +103,7 @@ def compare(old: ResultRecord, new: ResultRecord, *, statistics: bool = True) ->
         fields += [*STAT_FIELDS, *(f for f in STAT_DETAIL_FIELDS if _both(old, new, f))]
     diffs = [_diff(f, _number(old, f), _number(new, f)) for f in fields]
     diffs = [d for d in diffs if d.recorded is not None or d.recomputed is not None]
-    diffs += _heldout_diffs(old, new)
-    if statistics:
-        diffs += [d for d in (_draws_diff(old, new, "ci"), _draws_diff(old, new, "null")) if d is not None]
+    diffs += _heldout_diffs(old, new) + _tie_diffs(old, new)
     if old.grid is not None or new.grid is not None:
         if old.grid is None or new.grid is None or [len(r) for r in old.grid] != [len(r) for r in new.grid]:
             shape = lambda g: None if g is None else f"{len(g)}x{len(g[0])}"
@@ -122,6 +127,22 @@ def _heldout_diffs(old: ResultRecord, new: ResultRecord) -> list[Diff]:
     return [_diff(f"details.heldout_selection.{p}", _heldout_number(a, p), _heldout_number(b, p)) for p in paths]
 
 
+def _tie_diffs(old: ResultRecord, new: ResultRecord) -> list[Diff]:
+    """The stated share of tied neighbour lists of every layer (`details.tie_share`, which flags a row), where
+    either record states it; a missing one on either side is a move."""
+    a, b = (r.details.get("tie_share") for r in (old, new))
+    if a is None and b is None:
+        return []
+    out = []
+    for side in ("x", "y"):
+        va = a.get(side) if isinstance(a, dict) else None
+        vb = b.get(side) if isinstance(b, dict) else None
+        size = max(len(v) if isinstance(v, list) else 0 for v in (va, vb))
+        out += [_diff(f"details.tie_share.{side}.{i}", _heldout_number(a, f"{side}.{i}"),
+                      _heldout_number(b, f"{side}.{i}")) for i in range(size)]
+    return [d for d in out if d.recorded is not None or d.recomputed is not None]
+
+
 def _heldout_number(details: dict[str, Any] | None, path: str) -> float | None:
     obj: Any = details
     for part in path.split("."):
@@ -130,18 +151,6 @@ def _heldout_number(details: dict[str, Any] | None, path: str) -> float | None:
         else:
             obj = obj.get(part) if isinstance(obj, dict) else None
     return None if obj is None or isinstance(obj, bool) or not isinstance(obj, (int, float)) else float(obj)
-
-
-def _draws_diff(old: ResultRecord, new: ResultRecord, part: str) -> Diff | None:
-    """The largest change of the subset scores (`part` "ci") or null draws ("null") where the recorded
-    record states them (the paired verdicts read them); another count of draws is always a move."""
-    a, b = _get(old, f"{part}.draws"), _get(new, f"{part}.draws")
-    if a is None:
-        return None
-    if b is None or len(a) != len(b):
-        return Diff(f"{part}.draws count {len(a)} -> {None if b is None else len(b)}", None, None, None, reshaped=True)
-    worst, i = max(((abs(x - y), i) for i, (x, y) in enumerate(zip(a, b))), key=lambda c: (math.isnan(c[0]), c[0]))
-    return Diff(f"{part}.draws[{i}] (largest change)", a[i], b[i], worst)
 
 
 def _json_at(dump: dict[str, Any], path: str) -> Any:
@@ -201,7 +210,12 @@ class Outcome:
     diffs: list[Diff] = field(default_factory=list)
     mismatches: list[Mismatch] = field(default_factory=list)
     layers: tuple[Any, Any] | None = None  # (recorded, recomputed) chosen layers
+    verdict: tuple[str, str] | None = None  # (recorded, recomputed) verdict against the matched controls
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def verdict_moved(self) -> bool:
+        return self.verdict is not None and self.verdict[0] != self.verdict[1]
 
     def as_dict(self) -> dict[str, Any]:
         d = dict(self.__dict__)

@@ -53,7 +53,7 @@ def record_plans(jobs: list[Job], opts: RunOptions) -> list[RecordPlan]:
         except (UserError, RuntimeError) as exc:
             out.append(RecordPlan(job, f"unavailable: {str(exc)[:200]}"))
             continue
-        fresh = not opts.force and record_up_to_date(path, digests, job.setting, opts.limit)
+        fresh = not opts.force and record_up_to_date(path, digests, job.setting, opts.limit, job.pair)
         out.append(RecordPlan(job, REUSE if fresh else COMPUTE))
     return out
 

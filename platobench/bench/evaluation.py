@@ -13,7 +13,7 @@ import shutil
 import tempfile
 from collections.abc import Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -69,11 +69,14 @@ def plan_jobs(pairs: str | Sequence[str], settings: str | Sequence[str], catalog
 class Results:
     """What a run stands behind: `records` (written or reused, in job order) and the run's `summary`
     (record paths written and reused, labels up to date, failures: label -> reason, `worker`); `out`: the
-    results folder the records are in (None when `evaluate` used a temporary one, since removed)."""
+    results folder the records are in (None when `evaluate` used a temporary one, since removed); `pool`:
+    every consistent record of that folder (the run's records when there is none), where verdicts find each
+    record's matched controls, as the leaderboard built from the folder does."""
 
     records: list[ResultRecord]
     summary: RunSummary
     out: Path | None
+    pool: list[ResultRecord] = field(default_factory=list)
 
     @property
     def failed(self) -> dict[str, str]:
@@ -92,10 +95,9 @@ class Results:
         from platobench.leaderboard.csv_table import CSV_COLUMNS, board_row
 
         rows = []
-        for b in build_boards(self.records):
-            got, paired = b.verdicts, b.paired_verdicts
-            rows += [board_row(r.rank, r.record, got.get(r.record.pair_id, ""), paired.get(r.record.pair_id))
-                     for r in b.rows]
+        for b in build_boards(self.records, self.pool or None):
+            got = b.verdicts
+            rows += [board_row(r.rank, r.record, got[r.record.pair_id]) for r in b.rows]
         return pd.DataFrame(rows, columns=list(CSV_COLUMNS))
 
     def board(self, setting: str, modalities: str | tuple[str, str] | None = None) -> pd.DataFrame:
@@ -169,4 +171,20 @@ def evaluate(
                           encoder_timeout=encoder_timeout)
         summary = execute(jobs, opts, FeatureStore())
         records = [load_record(Path(p)) for p in summary.record_paths]
-    return Results(records=records, summary=summary, out=folder if out is not None else None)
+        pool = folder_pool(folder, records) if out is not None else records
+    return Results(records=records, summary=summary, out=folder if out is not None else None, pool=pool)
+
+
+def folder_pool(folder: Path, records: list[ResultRecord]) -> list[ResultRecord]:
+    """The records a run's verdicts read their controls from: every consistent record of the results folder
+    (`consistency.consistent_records`; an unreadable or contradictory file is left out, as the leaderboard
+    leaves it out), the run's own `records` included."""
+    from platobench.leaderboard.consistency import consistent_records
+    from platobench.results import load_records_checked
+
+    found, _ = load_records_checked(folder)
+    kept, _ = consistent_records(found)
+    by_id = {(r.setting, r.dataset.fingerprint, r.dataset.n, r.pair_id): r for r in kept}
+    for r in records:  # the run's records, whatever else the folder holds
+        by_id[(r.setting, r.dataset.fingerprint, r.dataset.n, r.pair_id)] = r
+    return list(by_id.values())

@@ -132,10 +132,10 @@ def _run(args: argparse.Namespace) -> int:
     if summary.worker:
         return 0
     if args.json:
-        print(json.dumps({**summary.as_dict(), "board": board_rows(records)}, indent=1))
+        print(json.dumps({**summary.as_dict(), "board": board_rows(records, results.pool)}, indent=1))
     else:
         if records:
-            print_board(records)
+            print_board(records, pool=results.pool)
         print(f"written: {len(summary.written)}, up to date (reused, inputs unchanged): {len(summary.up_to_date)}, "
               f"failed: {len(summary.failed)}")
         if summary.up_to_date:

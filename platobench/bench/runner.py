@@ -24,6 +24,7 @@ from platobench.errors import UserError
 from platobench.features.extract import extract, feature_key, parallel_state
 from platobench.features.slices import cached_superset
 from platobench.features.store import FeatureEntry, FeatureStore
+from platobench.metrics import get_metric
 from platobench.metrics.stats import draw_bars, interval_scheme
 from platobench.results import ResultRecord, load_record, record_limit, record_path, write_record
 from platobench.zoo import ModelSpec
@@ -223,19 +224,33 @@ def prepare_inputs(jobs: list[Job], opts: RunOptions, cache: dict[Any, Any]) -> 
                   file=sys.stderr, flush=True)
 
 
-def record_up_to_date(path: Path, inputs: dict[str, Any], setting: Setting, limit: int | None) -> bool:
+def record_up_to_date(path: Path, inputs: dict[str, Any], setting: Setting, limit: int | None,
+                      pair: tuple[ModelSpec, ModelSpec]) -> bool:
     """The record at `path` was computed from these feature entries, this setting and this --limit (a
-    limit that cut nothing gives the full run's entries, but the record must not keep a stale mark), and
-    its interval was drawn as this version draws it (`stats.interval_scheme`: an older version's scheme
-    is not this version's interval)."""
+    limit that cut nothing gives the full run's entries, but the record must not keep a stale mark), its
+    interval was drawn as this version draws it (`stats.interval_scheme`: an older version's scheme
+    is not this version's interval), its metric's resolved parameters are this version's (a parameter a
+    version adds, such as mutual kNN's `ties`, changes what the score is), and it restates the `pair`'s
+    disclosures (`trained_on`, `fitted_on_eval`) as the zoo states them now."""
     if not path.is_file():
         return False
     try:
         old = load_record(path)
     except UserError:
         return False
+    disclosed = all((side.trained_on, side.fitted_on_eval)
+                    == (None if spec.trained_on is None else list(spec.trained_on), spec.fitted_on_eval)
+                    for side, spec in zip((old.x, old.y), pair))
     return (old.provenance.inputs == inputs and old.provenance.setting_config == setting.model_dump(mode="json")
-            and old.provenance.limit == limit and not _stale_interval(old, setting))
+            and old.provenance.limit == limit and not _stale_interval(old, setting) and not _stale_params(old, setting)
+            and disclosed)
+
+
+def _stale_params(old: ResultRecord, setting: Setting) -> bool:
+    """A paired record whose metric parameters are not those this version resolves for its setting."""
+    if old.kind != "paired":
+        return False
+    return old.metric.params != get_metric(setting.metric).resolve_params(setting.params)
 
 
 def _stale_interval(old: ResultRecord, setting: Setting) -> bool:
@@ -317,7 +332,7 @@ def execute(
         # The cache key of each input is known without extracting: a record whose inputs and setting
         # are unchanged is reused before any model runs (a fresh clone reuses the committed records).
         digests = {"x": key_digest(job.x, job_in.x), "y": key_digest(job.y, job_in.y)}
-        if not opts.force and record_up_to_date(path, digests, job.setting, opts.limit):
+        if not opts.force and record_up_to_date(path, digests, job.setting, opts.limit, job.pair):
             return Planned(scorer, path, None, None)
         return Planned(scorer, path, job_in, digests)
 

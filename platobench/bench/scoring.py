@@ -10,7 +10,7 @@ import torch
 
 from platobench.bench.settings import Setting
 from platobench.metrics import get_metric
-from platobench.metrics.api import summarize_layers
+from platobench.metrics.api import LayerSummaries, summarize_layers
 from platobench.metrics.cached_layers import take_layers
 from platobench.metrics.heldout import CrossFit, HalfSplit
 from platobench.metrics.preprocess import LayerStack
@@ -99,7 +99,9 @@ def rounding_sensitivity(
 
 
 def model_ref(spec: ModelSpec, revision: str | None = None) -> ModelRef:
-    return ModelRef(name=spec.name, revision=revision or spec.revision, params_m=spec.params_m, kind=spec.kind)
+    return ModelRef(name=spec.name, revision=revision or spec.revision, params_m=spec.params_m, kind=spec.kind,
+                    trained_on=None if spec.trained_on is None else list(spec.trained_on),
+                    fitted_on_eval=spec.fitted_on_eval)
 
 
 def side_ref(spec: ModelSpec, revision: str | None, read: str) -> SideRef:
@@ -218,6 +220,7 @@ def _paired_record(
         details={
             **({} if fit is None else {"heldout_selection": _heldout_details(fit, grid, rows, cols, metric.higher_is_better,
                                                                              [len(r) for r in split.rows])}),
+            **({"tie_share": _tie_shares(summaries, rows, cols, shape)} if metric.neighbour_sets else {}),
             "excluded_layers": {
                 "x": [i for i in range(shape[0]) if i not in rows],
                 "y": [j for j in range(shape[1]) if j not in cols],
@@ -228,6 +231,19 @@ def _paired_record(
         },
         runtime_s=round(time.perf_counter() - t0, 3),
     )
+
+
+def _tie_shares(summaries: LayerSummaries, rows: list[int], cols: list[int], shape: tuple[int, int]
+                ) -> dict[str, list[float | None]]:
+    """Per model layer of each side, the share of samples whose k-th neighbour is tied (`knn.tie_share`:
+    their list is a choice among equal inner products); None for a layer left out of the grid."""
+    from platobench.metrics.knn import tie_share
+
+    def side(sets: list[Any], kept: list[int], size: int) -> list[float | None]:
+        shares = dict(zip(kept, (tie_share(s) for s in sets)))
+        return [shares.get(i) for i in range(size)]
+
+    return {"x": side(summaries.x, rows, shape[0]), "y": side(summaries.y, cols, shape[1])}
 
 
 def _mean_chance(metric: str, sizes: list[int], params: dict[str, Any]) -> float | None:

@@ -9,6 +9,7 @@
    platobench batches, converts and checks it (platobench.encoders.python_loader; examples/ holds one of
    each modality). A function (spec, device=, dtype=, home=) returning a TextEncoder / VisionEncoder
    still works;
+   Entries that do not disclose `trained_on` and `fitted_on_eval` are asked for them (`disclosure_requests`);
 2. mock pass on a few paired samples (the first paired setting's dataset, else openclipart-1024): the
    encoder loads, returns one [B, D_l] float32 tensor per zoo layer with the widths it declares, no
    NaN/inf, not every layer the same vector for every sample, and the same values when the same batch is
@@ -19,8 +20,9 @@
    vision models for a text encoder, the language models for a vision encoder — through the same runner
    as `platobench run`, writing one record per pair x setting;
 4. rank each record among its peers in the results folder — other models against the same reference
-   under the same setting on the same samples (platobench/bench/submit_ranks.py) — and print their board;
-   a record without peers is not ranked, and submit says how to get them.
+   under the same setting on the same samples (platobench/bench/submit_ranks.py) — and print their board,
+   every verdict the leaderboard's (each pair against its own matched controls in the folder); a record
+   without peers is not ranked, and submit says how to get them.
 """
 
 from __future__ import annotations
@@ -278,12 +280,29 @@ def trusting(submitted: list[ModelSpec]) -> AbstractContextManager[tuple[str, ..
     return python_code.allowed([*python_code.allowed_patterns(), *names])
 
 
+def disclosure_requests(spec: ModelSpec) -> list[str]:
+    """What the referee will ask of a submitted entry that it does not state: its training data
+    (`trained_on`) and whether it was fitted on the evaluation data (`fitted_on_eval`); each board marks a
+    model that was (platobench/leaderboard/flags.py)."""
+    asks = []
+    if spec.trained_on is None:
+        asks.append(f"{spec.name}: state 'trained_on' in its zoo entry: the datasets its weights were trained or "
+                    "fine-tuned on, as its model card names them ([] for none); boards whose dataset it names are marked")
+    if spec.fitted_on_eval is None:
+        asks.append(f"{spec.name}: state 'fitted_on_eval' (true / false) in its zoo entry: whether anything of it (a "
+                    "vocabulary, a projection, a probe) was fitted on the evaluation data; every board marks true")
+    return asks
+
+
 def _mock_and_score(args: argparse.Namespace, catalog: Catalog, settings: list[Setting], zoo: Zoo,
                     submitted: list[ModelSpec]) -> int:
     from platobench.bench.runner import Job, RunOptions, execute
     from platobench.features.store import FeatureStore
 
     say = (lambda *a: print(*a, file=sys.stderr)) if args.json else print
+    disclosures = [ask for spec in submitted for ask in disclosure_requests(spec)]
+    for ask in disclosures:
+        say(f"disclose: {ask}")
     mocks = []
     paired = next((s for s in settings if s.kind == "paired"), None)  # the mock pass reads paired samples
     for spec in submitted:
@@ -294,7 +313,8 @@ def _mock_and_score(args: argparse.Namespace, catalog: Catalog, settings: list[S
             f"repeat diff {mocks[-1].max_repeat_diff:.1e})")
         for warning in mocks[-1].warnings:
             say(f"warning: {warning}")
-    report: dict[str, Any] = {"mock": [m.as_dict() for m in mocks], "warnings": [w for m in mocks for w in m.warnings]}
+    report: dict[str, Any] = {"mock": [m.as_dict() for m in mocks], "disclose": disclosures,
+                              "warnings": [w for m in mocks for w in m.warnings]}
     if args.mock_only:
         if args.json:
             print(json.dumps(report, indent=1))
@@ -330,7 +350,7 @@ def _mock_and_score(args: argparse.Namespace, catalog: Catalog, settings: list[S
                 board = board_records(name, records, r)
                 if len(board) > 1:  # a record alone has no board to show: its line below says so
                     print(f"-- {name} vs {reference(r, name)}: {len(board) - 1} peers on the same samples")
-                    print_board(board)
+                    print_board(board, pool=records)
         for name, rows in report["ranks"].items():
             for row in rows:
                 print(rank_line(name, row, args.out))

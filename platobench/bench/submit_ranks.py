@@ -3,9 +3,11 @@
 The peers of a submission record are the records of the results folder that measure another model against
 the same reference (the record's other side), from the same side of a pair of the same modalities, under
 the same setting and metric, on the same samples (dataset name, fingerprint and n: a `--limit` run only meets
-records of the same limit). The board of a record is its peers plus the record, ranked and judged against
-the baselines among the peers (platobench/bench/terminal_board.py). A record without peers has no rank: the
-folder holds nothing to rank it against.
+records of the same limit). The board of a record is its peers plus the record, ranked as the leaderboard
+ranks (platobench/leaderboard/boards.py); every verdict on it is the one the leaderboard gives, read against
+the record's own matched controls anywhere in the results folder (platobench/leaderboard/verdicts.py), so
+the controls of the submission's own side count too. A record without peers has no rank: the folder holds
+nothing to rank it against.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 from platobench.bench.terminal_board import board_rows
 from platobench.leaderboard.boards import rank_records
 from platobench.leaderboard.order import board_name
+from platobench.leaderboard.verdicts import judge
 from platobench.results import ResultRecord
 
 
@@ -42,7 +45,8 @@ def peers(record: ResultRecord, records: list[ResultRecord], name: str) -> list[
 
 def standings(name: str, records: list[ResultRecord], mine: list[ResultRecord]) -> list[dict[str, Any]]:
     """For each record of submitted model `name`: its rank among its peers in `records` (None without peers
-    or without a finite score), the board size `of` (peers + the record), the peer count and the board's rows."""
+    or without a finite score), the board size `of` (peers + the record), the peer count, its verdict and the
+    board's rows (verdicts against the matched controls anywhere in `records`)."""
     out = []
     for r in mine:
         board = board_records(name, records, r)
@@ -50,7 +54,7 @@ def standings(name: str, records: list[ResultRecord], mine: list[ResultRecord]) 
         rank = next(row.rank for row in ranked if row.record is r) if len(board) > 1 else None
         out.append({"setting": r.setting, "reference": reference(r, name), "score": r.score, "rank": rank,
                     "of": len(board), "peers": len(board) - 1, "calibrated": r.calibrated, "n": r.dataset.n,
-                    "board": board_rows(board)[board_name(r)]})
+                    "board": board_rows(board, records)[board_name(r)], "verdict": judge(r, records).text})
     return out
 
 
@@ -63,12 +67,13 @@ def rank_line(name: str, row: dict[str, Any], out: Path) -> str:
     """One printed line of `standings`: the score and the rank among the peers, or that there are none."""
     calibrated = "" if row["calibrated"] is None else f" (calibrated {row['calibrated']:.3f})"
     head = f"{name} — {row['setting']} vs {row['reference']} (n={row['n']}): score {row['score']:.4f}{calibrated}, "
+    verdict = f"; verdict: {row['verdict']}"
     if not row["peers"]:
         return head + (f"no rank: nothing to rank against ({out} holds no record of another model against "
-                       f"{row['reference']} under {row['setting']} on these {row['n']} samples)")
+                       f"{row['reference']} under {row['setting']} on these {row['n']} samples){verdict}")
     if row["rank"] is None:
-        return head + f"no rank (score missing), {row['peers']} peers"
-    return head + f"rank {row['rank']} of {row['of']} ({row['peers']} peers on the same samples)"
+        return head + f"no rank (score missing), {row['peers']} peers{verdict}"
+    return head + f"rank {row['rank']} of {row['of']} ({row['peers']} peers on the same samples){verdict}"
 
 
 def no_peers_hint(out: Path, run_command: str, limit: int | None) -> str:

@@ -21,7 +21,13 @@ import textwrap
 from collections.abc import Iterable
 from typing import Any, TextIO
 
-from platobench.leaderboard.baselines import (
+from platobench.leaderboard.baselines import is_baseline
+from platobench.leaderboard.boards import rank_records
+from platobench.leaderboard.flags import flags_note, record_flags
+from platobench.leaderboard.notes import fmt_p, p_at_floor, top5_of, zeroshot_sentence
+from platobench.leaderboard.order import board_name, record_key
+from platobench.leaderboard.safe_text import one_line
+from platobench.leaderboard.verdicts import (
     AT_NULL,
     BASELINE,
     BEATS,
@@ -30,33 +36,28 @@ from platobench.leaderboard.baselines import (
     NO_DIFFERENCE,
     NO_MATCH,
     NOT_ABOVE_NULL,
-    STRONGEST,
     TIES_NO_CI,
     WITHIN,
     board_sentence,
-    is_baseline,
-    paired_verdicts,
     verdicts,
 )
-from platobench.leaderboard.notes import fmt_p, p_at_floor, top5_of, zeroshot_sentence
-from platobench.leaderboard.order import board_name, record_key
-from platobench.leaderboard.paired import record_ranks
-from platobench.leaderboard.safe_text import one_line
 from platobench.results import NullRef, ResultRecord
 from platobench.table import format_table
 
-COLUMNS = ("rank", "pair", "score", "ci", "calib", "p", "layers", "verdict")
+COLUMNS = ("rank", "pair", "score", "ci", "calib", "p", "layers", "verdict", "flags")
 BASELINE_MARK = "*"  # after a baseline model's name, which is shown without its family "baseline/"
 WIDTH = 120  # the terminal width the plain board is laid out for; notes are wrapped to it
 SHORT_VERDICTS = (  # (full, short) in order: the printed verdict column; --json keeps the full text
     (BEATS, "beats"), (NO_DIFFERENCE, "no evidence"), (NO_MATCH, "no control"), (WITHIN, "within CI"),
-    (BELOW, "below"), (TIES_NO_CI, "ties (no CI)"), (STRONGEST, "strongest"), (BASELINE + AT_NULL, "at null"),
+    (BELOW, "below"), (TIES_NO_CI, "ties (no CI)"), (BASELINE + AT_NULL, "at null"),
     (NOT_ABOVE_NULL, "not > null"), (BELOW_NULL, "< null"),
 )
-VERDICT_KEY = ("verdict vs the matched baselines (paired tests, Holm over the board): beats / no evidence (of a "
-               "difference) / below; within CI: records without subset scores, by interval overlap; strongest / "
-               "baseline / at null (its own null) for baseline rows; not > null / < null: no baseline exceeds its null, so the "
-               "record's own null is the bar; full text under --json.")
+VERDICT_KEY = ("verdict vs the pair's own matched baselines (paired tests, each pair at .05, not adjusted across the "
+               "board): beats / no evidence (of a difference) / below; within CI: records without subset scores, by "
+               "interval overlap; no control: no matched baseline was run; baseline / at null (its own null) for "
+               "baseline rows; not > null / < null: none of its controls exceeds its null, so the record's own "
+               "null is the bar; full text under --json. Rows that do not exceed their own null rank below every "
+               "row that does.")
 
 
 def short_verdict(verdict: str) -> str:
@@ -76,11 +77,6 @@ def _model(name: str) -> str:
     return name.split("/", 1)[1] + BASELINE_MARK if is_baseline(name) else name
 
 
-def _sorted(records: list[ResultRecord]) -> list[ResultRecord]:
-    higher = records[0].metric.higher_is_better
-    return sorted(records, key=lambda r: (-r.score if higher else r.score, r.pair_id))
-
-
 def _by_setting(records: Iterable[ResultRecord]) -> dict[str, list[ResultRecord]]:
     """board name (`order.board_name`: setting and modality pair) -> its records, in the leaderboard's
     order (platobench/leaderboard/order.py)."""
@@ -90,14 +86,18 @@ def _by_setting(records: Iterable[ResultRecord]) -> dict[str, list[ResultRecord]
     return dict(sorted(by_setting.items(), key=lambda kv: record_key(kv[1][0])))
 
 
-def board_rows(records: Iterable[ResultRecord]) -> dict[str, list[dict[str, Any]]]:
-    """board name (setting, and the modality pair when not text x vision) -> rows (best first) with every
-    number, unrounded (the printed board shows fewer columns)."""
+def board_rows(records: Iterable[ResultRecord], pool: Iterable[ResultRecord] | None = None
+               ) -> dict[str, list[dict[str, Any]]]:
+    """board name (setting, and the modality pair when not text x vision) -> rows in the leaderboard's rank
+    order (platobench/leaderboard/boards.py) with every number, unrounded (the printed board shows fewer
+    columns). Verdicts read each record's matched controls in `pool` (default: `records`; the results folder
+    for `run` and `submit`, so that every view gives a record the same verdict)."""
+    records = list(records)
+    pool = records if pool is None else list(pool)
     out: dict[str, list[dict[str, Any]]] = {}
     for setting, rs in _by_setting(records).items():
-        verdict, paired = verdicts(rs), paired_verdicts(rs)
-        ordered = _sorted(rs)
-        ranks = record_ranks(ordered)
+        verdict = verdicts(rs, pool)
+        ranked = rank_records(rs)
         out[setting] = [
             {
                 "rank": rank,
@@ -112,11 +112,13 @@ def board_rows(records: Iterable[ResultRecord]) -> dict[str, list[dict[str, Any]
                 "calibrated": r.calibrated,
                 "p_value": None if r.null is None else r.null.p_value,
                 "layers": None if r.layers is None else list(r.layers),
-                "verdict": verdict.get(r.pair_id, ""),
-                "verdict_p_holm": paired[r.pair_id].p_holm if r.pair_id in paired else None,
-                "verdict_control": paired[r.pair_id].binding if r.pair_id in paired else None,
+                "verdict": verdict[r.pair_id].text,
+                "verdict_rule": verdict[r.pair_id].rule or None,
+                "verdict_p": verdict[r.pair_id].p,
+                "verdict_control": verdict[r.pair_id].binding,
+                "flags": record_flags(r),
             }
-            for r, rank in zip(ordered, ranks)
+            for row in ranked for r, rank in [(row.record, row.rank)]
         ]
     return out
 
@@ -148,13 +150,14 @@ def _p_note(rs: list[ResultRecord]) -> str | None:
     return f"p column left out: every p is {next(iter(cells))}."
 
 
-def _sections(records: list[ResultRecord]) -> list[tuple[str, list[str], list[list[str]], list[bool], list[str]]]:
+def _sections(records: list[ResultRecord], pool: list[ResultRecord] | None = None
+              ) -> list[tuple[str, list[str], list[list[str]], list[bool], list[str]]]:
     """Per setting: (title line, column names, table cells, whether each row is a baseline, notes printed
     under the table). Chance and permutation-null means go in the notes (per row under --json); the p
     column is left out, and the notes say so, when every row has the same p."""
     by_setting = _by_setting(records)
     out = []
-    for setting, rows in board_rows(records).items():
+    for setting, rows in board_rows(records, pool).items():
         rs = by_setting[setting]
         first = rs[0]
         better = "higher" if first.metric.higher_is_better else "lower"
@@ -163,17 +166,18 @@ def _sections(records: list[ResultRecord]) -> list[tuple[str, list[str], list[li
             f"{first.metric.preprocess}, {first.metric.selection}; {better} is better)"
         )
         p_note = _p_note(rs)
-        columns = [c for c in COLUMNS if c != "p" or p_note is None]
+        flagged = any(row["flags"] for row in rows)
+        columns = [c for c in COLUMNS if (c != "p" or p_note is None) and (c != "flags" or flagged)]
         nulls = {(r.x.name, r.y.name): r.null for r in rs}
         body = []
         for row in rows:
             ci = "-" if row["ci"] is None else f"[{row['ci'][0]:.3f}, {row['ci'][1]:.3f}]"
             layers = "-" if row["layers"] is None else f"{row['layers'][0]},{row['layers'][1]}"
             cells = {
-                "rank": str(row["rank"]), "pair": one_line(f"{_model(row['x'])} x {_model(row['y'])}"),
+                "rank": "-" if row["rank"] is None else str(row["rank"]), "pair": one_line(f"{_model(row['x'])} x {_model(row['y'])}"),
                 "score": _num(row["score"]), "ci": ci, "calib": _num(row["calibrated"]),
                 "p": _p_cell(nulls[(row["x"], row["y"])]), "layers": layers,
-                "verdict": short_verdict(row["verdict"]),
+                "verdict": short_verdict(row["verdict"]), "flags": ", ".join(row["flags"]),
             }
             body.append([cells[c] for c in columns])
         notes = []
@@ -185,7 +189,9 @@ def _sections(records: list[ResultRecord]) -> list[tuple[str, list[str], list[li
         if (chance, null) != ("-", "-"):
             notes.append(f"chance {chance}; permutation-null mean {null} (every column per row: --json).")
         notes += [p_note] if p_note else []
-        sentence = board_sentence(rs)
+        flag_note = flags_note(rs)
+        notes += [flag_note] if flag_note else []
+        sentence = board_sentence(rs, records if pool is None else pool)
         if sentence:
             notes.append(one_line(sentence))
         zs = zeroshot_sentence(rs)
@@ -194,16 +200,18 @@ def _sections(records: list[ResultRecord]) -> list[tuple[str, list[str], list[li
     return out
 
 
-def render(records: Iterable[ResultRecord]) -> str:
-    """Plain-text tables, one per setting, each followed by its baseline sentence."""
+def render(records: Iterable[ResultRecord], pool: Iterable[ResultRecord] | None = None) -> str:
+    """Plain-text tables, one per setting, each followed by its baseline sentence; verdicts read the matched
+    controls in `pool` (default: `records`)."""
     lines: list[str] = []
-    for title, columns, body, _, notes in _sections(list(records)):
+    for title, columns, body, _, notes in _sections(list(records), None if pool is None else list(pool)):
         wrapped = [line for note in notes for line in textwrap.wrap(note, WIDTH, break_long_words=False)]
         lines += [title, *format_table(columns, body, rule=True), *wrapped, ""]
     return "\n".join(lines)
 
 
-def render_rich(records: Iterable[ResultRecord], file: TextIO, *, width: int | None = None) -> None:
+def render_rich(records: Iterable[ResultRecord], file: TextIO, *, width: int | None = None,
+                pool: Iterable[ResultRecord] | None = None) -> None:
     """The same tables drawn with rich (header rule, bold rank-1 rows, dim baselines) onto `file`; `width`:
     the console width (default: the terminal's)."""
     from rich import box
@@ -214,11 +222,11 @@ def render_rich(records: Iterable[ResultRecord], file: TextIO, *, width: int | N
 
     console = Console(file=file, width=width, highlight=False, emoji=False, markup=False)
     screen = console.width
-    for title, columns, body, baselines, notes in _sections(list(records)):
+    for title, columns, body, baselines, notes in _sections(list(records), None if pool is None else list(pool)):
         table = Table(title=Text(title, style="bold"), title_justify="left", box=box.SIMPLE_HEAD)
         for i, name in enumerate(columns):
-            numeric = name not in ("pair", "layers", "verdict")
-            if name in ("pair", "verdict"):  # free text wraps between words in a narrow terminal
+            numeric = name not in ("pair", "layers", "verdict", "flags")
+            if name in ("pair", "verdict", "flags"):  # free text wraps between words in a narrow terminal
                 longest_word = max(len(word) for cells in body for word in [name, *cells[i].split()])
                 table.add_column(name, overflow="fold", min_width=longest_word)
             else:  # numbers are never cut
@@ -237,15 +245,17 @@ def render_rich(records: Iterable[ResultRecord], file: TextIO, *, width: int | N
         console.print()
 
 
-def print_board(records: Iterable[ResultRecord], file: TextIO | None = None, *, tty: bool | None = None) -> None:
+def print_board(records: Iterable[ResultRecord], file: TextIO | None = None, *, tty: bool | None = None,
+                pool: Iterable[ResultRecord] | None = None) -> None:
     """Print the board of `records` to `file` (default sys.stdout): rich tables when `tty` (default:
-    whether `file` is a terminal), otherwise the plain text of `render`."""
+    whether `file` is a terminal), otherwise the plain text of `render`; verdicts read the matched controls
+    in `pool` (default: `records`)."""
     file = sys.stdout if file is None else file
     records = list(records)
     if tty is None:
         isatty = getattr(file, "isatty", None)
         tty = bool(isatty and isatty())
     if tty:
-        render_rich(records, file)
+        render_rich(records, file, pool=pool)
     else:
-        print(render(records), file=file)
+        print(render(records, pool), file=file)

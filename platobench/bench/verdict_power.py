@@ -1,6 +1,6 @@
-"""How often the board's paired verdicts are right: power at a known difference and the board-wide
-false-positive rate, by simulation through the project's own scoring (`score_paired`) and verdict rule
-(platobench/leaderboard/baselines.py).
+"""How often the board's paired verdicts are right: power at a known difference and the false-positive rate,
+by simulation through the project's own scoring (`score_paired`) and verdict rule
+(platobench/leaderboard/verdicts.py).
 
 A simulated board: one y model, one baseline x model (the matched control) and K real x models, all read
 the same N samples of a Gaussian latent z [r] (scales 0.75^i): side s has features z A_s + noise_s e
@@ -12,12 +12,14 @@ control is measured, not assumed.
   control's by about 3 standard deviations of the paired difference (the effect size a paired test sees,
   Cohen's d_z: mean over sd of row 0's calibrated score minus the control's across the simulated
   datasets; measured and reported, with the same effect in standard deviations of one score); the other
-  K - 1 real rows have the control's noise. Power: how often row 0 gets "beats baselines" with Holm's
-  adjustment over all K rows; K = 1 is the power of one comparison, a larger K pays for multiplicity (with an
-  exact standard error and B - 1 = 19 degrees of freedom, Student's t gives .81 at d_z = 3 for K = 1 and
-  .60 for K = 4: `power_ceiling`).
-- *board-wide null*: every real row has the control's noise (its own map and noise draws): the false-
-  positive rate is how often ANY real row gets "beats baselines" or "below baseline".
+  K - 1 real rows have the control's noise. Power: how often row 0 gets "beats baselines". A verdict is a test
+  of its own pair against its own controls, so the other rows never change it (K only adds null rows); with
+  an exact standard error and B - 1 = 19 degrees of freedom, Student's t gives .81 at d_z = 3
+  (`power_ceiling`).
+- *null board*: every real row has the control's noise (its own map and noise draws): the false-positive
+  rate is the share of null rows that get "beats baselines" or "below baseline" (each verdict's own error
+  rate, at most alpha = .05 by construction); the board-wide rate, how often ANY of the K rows does, is
+  reported beside it (at most 1 - (1 - alpha)^K: no adjustment across the board).
 Sizes as the offline settings: `paired_setting` (B = 20 interval subsets, 100 permutations).
 
 Run `python -m platobench.bench.verdict_power --help`; docs/statistics.md holds the figures;
@@ -38,7 +40,7 @@ import torch
 
 from platobench.bench.scoring import score_paired
 from platobench.bench.settings import Setting
-from platobench.leaderboard.baselines import BEATS, BELOW, verdicts
+from platobench.leaderboard.verdicts import BEATS, BELOW, verdicts
 from platobench.results import DatasetRef, ResultRecord
 from platobench.zoo import load_zoo
 
@@ -101,8 +103,9 @@ def _records(setting: Setting, board: Board, maps: list[np.ndarray], n: int,
 
 @dataclass(frozen=True)
 class VerdictRates:
-    """Over `datasets` simulated boards of `k` real rows: `power` (row 0 beats) or None for a board-wide
-    null, `false_positive` (any null row gets a verdict other than "no evidence"), and the measured effect
+    """Over `datasets` simulated boards of `k` real rows: `power` (row 0 beats) or None for a null board,
+    `false_positive` (the share of null rows with a verdict other than "no evidence"), `board_wide` (the share
+    of boards where any null row has one), and the measured effect
     of row 0's calibrated score over the control's: its mean difference in standard deviations of that
     difference (`paired_effect`, d_z) and of one score (`effect`); both None for a board-wide null or a
     single board."""
@@ -113,6 +116,7 @@ class VerdictRates:
     datasets: int
     power: float | None
     false_positive: float
+    board_wide: float
     effect: float | None
     paired_effect: float | None
     seconds: float
@@ -124,15 +128,18 @@ def verdict_rates(metric: str, board: Board, n: int, datasets: int, *, seed: int
     rng = np.random.default_rng(seed)
     maps = _maps(board, seed)
     t0 = time.perf_counter()
-    wins = false = 0
+    wins = false = any_false = null_rows = 0
     strong, control = [], []
     for _ in range(datasets):
         records = _records(setting, board, maps, n, rng)
-        got = verdicts(records)
+        got = {pair: v.text for pair, v in verdicts(records).items()}
         real = [r for r in records if r.x.name.startswith("sim/")]
         nulls = real[1:] if board.strong_noise is not None else real
         wins += got[real[0].pair_id] == BEATS
-        false += any(got[r.pair_id] in (BEATS, BELOW) for r in nulls)
+        wrong = [got[r.pair_id] in (BEATS, BELOW) for r in nulls]
+        false += sum(wrong)
+        any_false += any(wrong)
+        null_rows += len(nulls)
         strong.append(real[0].calibrated)
         control.append(records[0].calibrated)
     effect = paired = None
@@ -141,17 +148,16 @@ def verdict_rates(metric: str, board: Board, n: int, datasets: int, *, seed: int
         effect = float((s - c).mean() / ((s.std(ddof=1) + c.std(ddof=1)) / 2))
         paired = float((s - c).mean() / (s - c).std(ddof=1))
     return VerdictRates(metric, n, board.k, datasets, wins / datasets if board.strong_noise is not None else None,
-                        false / datasets, effect, paired, time.perf_counter() - t0)
+                        false / null_rows if null_rows else 0.0, any_false / datasets, effect, paired,
+                        time.perf_counter() - t0)
 
 
-def power_ceiling(effect: float, k: int, df: int = 19, alpha: float = 0.05) -> float:
-    """The power of the verdict's paired t test for the strongest of k rows with an exact standard error:
-    P(t'_{df}(effect) > t_{df, 1 - alpha / (2k)}), the noncentral t at the effect in paired standard
-    deviations against Holm's first step (the row with the smallest p-value is compared at alpha / k,
-    two-sided)."""
+def power_ceiling(effect: float, df: int = 19, alpha: float = 0.05) -> float:
+    """The power of the verdict's two-sided paired t test with an exact standard error:
+    P(t'_{df}(effect) > t_{df, 1 - alpha / 2}), the noncentral t at the effect in paired standard deviations."""
     from scipy import stats
 
-    return float(stats.nct.sf(stats.t.ppf(1 - alpha / (2 * k), df), df, effect))
+    return float(stats.nct.sf(stats.t.ppf(1 - alpha / 2, df), df, effect))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -159,24 +165,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--metric", choices=sorted(METRICS), action="append", help="metric(s) (default: all)")
     parser.add_argument("--n", type=int, default=256, help="samples per simulated dataset")
     parser.add_argument("--datasets", type=int, default=200, help="simulated boards per cell")
-    parser.add_argument("--k", type=int, nargs="+", default=[1, 4], help="real rows per board (default 1 4: one "
-                        "comparison, and a board of 4 with Holm's adjustment); the null boards use the largest")
+    parser.add_argument("--k", type=int, default=4, help="real rows of each null board (default 4)")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    print("| metric | N | boards | K | power (row 0 beats) | ceiling (exact se) | effect, paired SD (one-score SD) | "
-          "false-positive rate (board-wide null, largest K) | seconds (these boards and the null ones) |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| metric | N | boards | power (one comparison) | ceiling (exact se) | effect, paired SD (one-score SD) | "
+          "false-positive rate per null row (board-wide, K null rows) | seconds (these boards and the null ones) |")
+    print("|---|---|---|---|---|---|---|---|")
     for metric in args.metric or sorted(METRICS):
         base, strong = NOISE[metric]
-        null = verdict_rates(metric, Board(k=max(args.k), noise=base), args.n, args.datasets, seed=1)
-        for k in args.k:
-            alt = verdict_rates(metric, Board(k=k, noise=base, strong_noise=strong), args.n, args.datasets)
-            effect, ceiling = "-", "-"
-            if alt.paired_effect is not None:
-                effect, ceiling = f"{alt.paired_effect:.2f} ({alt.effect:.2f})", f"{power_ceiling(alt.paired_effect, k):.3f}"
-            print(f"| {metric} | {args.n} | {args.datasets} | {k} | {alt.power:.3f} | {ceiling} | {effect} | "
-                  f"{null.false_positive:.3f} (row 0 null boards: {alt.false_positive:.3f}) | "
-                  f"{alt.seconds + null.seconds:.0f} |", flush=True)
+        null = verdict_rates(metric, Board(k=args.k, noise=base), args.n, args.datasets, seed=1)
+        alt = verdict_rates(metric, Board(k=1, noise=base, strong_noise=strong), args.n, args.datasets)
+        effect, ceiling = "-", "-"
+        if alt.paired_effect is not None:
+            effect, ceiling = f"{alt.paired_effect:.2f} ({alt.effect:.2f})", f"{power_ceiling(alt.paired_effect):.3f}"
+        print(f"| {metric} | {args.n} | {args.datasets} | {alt.power:.3f} | {ceiling} | {effect} | "
+              f"{null.false_positive:.3f} ({null.board_wide:.3f}, K = {args.k}) | "
+              f"{alt.seconds + null.seconds:.0f} |", flush=True)
     return 0
 
 

@@ -277,7 +277,7 @@ KEYED_FIELDS = frozenset({"name", "revision", "source", "dtype", "pooling", "lay
 OPTION_FIELDS = ("loader", "kind", "source", "image_size", "quantization", "max_tokens")
 FEATURE_NEUTRAL = frozenset({
     "width",  # declared, checked against the loaded model; the model decides the width
-    "params_m", "license", "notes",  # descriptions
+    "params_m", "license", "notes", "trained_on", "fitted_on_eval",  # descriptions and disclosures
     "trust_remote_code",  # a permission: the same code runs, or nothing does
 })
 

@@ -9,9 +9,10 @@ written by `platobench reports` between the marker lines
 (NAME "text-vision" for the text x vision boards, "same-modality" for the others) from the records under
 RESULTS/offline, so that their numbers never drift from the records (`tests/committed/test_reports_rebuild.py`
 rebuilds the file and compares its bytes). One row per board: its best real pair and strongest baseline with
-score and interval, the rule its verdicts come from (paired tests of the excess over the null, Holm-adjusted
-over the board, where the records state their subset and permutation draws; otherwise interval overlap with
-the strongest baseline, platobench/leaderboard/baselines.py) and how many real pairs got each verdict.
+score and interval, the rule its verdicts come from (paired tests of the excess over the null against each
+pair's own matched controls, where the records state their subset and permutation draws; otherwise interval
+overlap with the strongest matched control, platobench/leaderboard/verdicts.py) and how many real pairs got
+each verdict.
 """
 
 from __future__ import annotations
@@ -26,11 +27,13 @@ from platobench.leaderboard.baselines import is_baseline_record, strongest_basel
 from platobench.leaderboard.boards import Board, build_boards, finite, fmt, fmt_ci
 from platobench.leaderboard.markdown import model_cell
 from platobench.leaderboard.order import DEFAULT_MODALITIES, modality_label
+from platobench.leaderboard.verdicts import OVERLAP, PAIRED
 from platobench.results import ResultRecord, load_records
 
 REPORT = "offline-board.md"
 RESULTS_FOLDER = "offline"
 HEADER = ["board", "best real pair", "score [CI]", "strongest baseline", "score [CI]", "verdicts by", "real pairs"]
+RULES = {PAIRED: "paired tests, per pair", OVERLAP: "CI overlap with the strongest matched control"}
 BLOCK = re.compile(r"(<!-- begin generated: (?P<name>[a-z-]+) -->\n).*?(<!-- end generated: (?P=name) -->)", re.S)
 
 
@@ -46,12 +49,12 @@ def board_row(board: Board) -> list[str]:
     real = [r for r in records if not is_baseline_record(r)]
     best = next((r for r in real if finite(r.score)), None)
     verdicts = board.verdicts
-    counts = Counter(verdicts.get(r.pair_id, "no baseline") for r in real)
+    counts = Counter(verdicts[r.pair_id].text for r in real)
     d = board.first.dataset
     pair = "" if board.modalities == DEFAULT_MODALITIES else f", {modality_label(board.modalities)}"
     strongest = strongest_baseline(records)
-    rule = ("paired tests, Holm" if board.paired_verdicts else
-            "CI vs own null (no baseline exceeds its null)" if strongest is None else "CI overlap with the strongest")
+    rules = {verdicts[r.pair_id].rule for r in real} - {""}
+    rule = " and ".join(RULES[r] for r in sorted(rules, reverse=True)) or "none"
     return [f"`{board.setting}` ({d.name}, N={d.n}{pair})", *_pair(best), *_pair(strongest), rule,
             f"{len(real)}: " + ", ".join(f"{n} {v}" for v, n in counts.most_common())]
 

@@ -11,9 +11,16 @@ shown as missing and gets no rank. Aggregates never skip missing values: an x mo
 y reference of its board has no mean (it shows as "missing (k/n)"), and a pair that lacks a setting
 shows as missing in the overview, never as a better mean.
 
+Ranks respect the null: a record that does not exceed its own null (its calibrated interval above 0 and its
+permutation p-value at most .05, `baselines.exceeds_null`) is never ranked above one that does. The rows are
+ranked in two tiers, those that exceed their null first, each tier by raw score (the metric's direction,
+what PRH reports) with the tie rule above inside the tier; the second tier's ranks continue after the
+first's. A record without a null (or without an interval) cannot show that it exceeds one: it ranks in the
+second tier.
+
 Baselines (zoo family `baseline/`, negative controls) stay in the ranked tables; every row carries its
-verdict against its matched baselines (paired tests, Holm-adjusted over the board) and each board has one
-sentence saying how many real pairs beat them (platobench/leaderboard/baselines.py).
+verdict against its own matched baselines (platobench/leaderboard/verdicts.py) and each board has one
+sentence saying how many real pairs beat them.
 """
 
 from __future__ import annotations
@@ -23,16 +30,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from platobench.errors import UserError
-from platobench.leaderboard.baselines import (
-    PairedVerdict,
-    board_sentence,
-    is_baseline,
-    paired_verdicts,
-    verdicts,
-)
+from platobench.leaderboard.baselines import exceeds_null, is_baseline
 from platobench.leaderboard.notes import MISSING, NOT_APPLICABLE, UNKNOWN, rank_labels, top5_of
 from platobench.leaderboard.order import DEFAULT_MODALITIES, modality_label, record_key
 from platobench.leaderboard.paired import record_ranks
+from platobench.leaderboard.verdicts import Verdict, board_sentence, verdicts
 from platobench.results import ResultRecord
 
 OVERVIEW_ANCHOR = "overview"  # anchors of the sections after the boards, in README.md and index.html
@@ -60,10 +62,13 @@ class Ranked:
 
 @dataclass
 class Board:
-    """Records of one setting on one sample set with one modality pair, best first."""
+    """Records of one setting on one sample set with one modality pair, best first; `pool`: the records their
+    verdicts read their matched controls from (None: the board's own records, which hold every control of a
+    board built from a whole results folder)."""
 
     setting: str
     rows: list[Ranked]
+    pool: list[ResultRecord] | None = None
 
     @property
     def modalities(self) -> tuple[str, str]:
@@ -94,19 +99,19 @@ class Board:
         return f"{self.setting}{pair} — {m.id} on {d.name} (n={d.n}, {direction})"
 
     @property
-    def verdicts(self) -> dict[str, str]:
-        """pair_id -> verdict against the board's baselines ({} without a baseline row)."""
-        return verdicts([row.record for row in self.rows])
+    def records(self) -> list[ResultRecord]:
+        return [row.record for row in self.rows]
 
     @property
-    def paired_verdicts(self) -> dict[str, PairedVerdict]:
-        """pair_id -> paired verdict of each real record that has one (platobench/leaderboard/baselines.py)."""
-        return paired_verdicts([row.record for row in self.rows])
+    def verdicts(self) -> dict[str, Verdict]:
+        """pair_id -> the verdict of each record against its matched controls (a board holds every record
+        that can be one: platobench/leaderboard/verdicts.py)."""
+        return verdicts(self.records, self.pool)
 
     @property
     def sentence(self) -> str:
-        """Whether any real pair of the board beats its strongest baseline, as one sentence."""
-        return board_sentence([row.record for row in self.rows])
+        """How the board's real pairs fare against their matched baselines, as one sentence."""
+        return board_sentence(self.records, self.pool)
 
     @property
     def y_models(self) -> list[str]:
@@ -132,31 +137,33 @@ def side_headers(modalities: tuple[str, str]) -> tuple[str, str]:
 
 
 def rank_records(records: list[ResultRecord]) -> list[Ranked]:
-    """Ranks of records that share a protocol, best score first (the metric's direction; equal scores in
-    order of the model names): a record its tie group's leader is not separated from shares the leader's
-    rank (`paired.record_ranks`); non-finite scores come last, unranked."""
+    """Ranks of records that share a protocol (module docstring): those that exceed their own null first,
+    then the others, each tier best score first (the metric's direction; equal scores in order of the model
+    names); a record its tie group's leader is not separated from shares the leader's rank
+    (`paired.record_ranks`, never across tiers); non-finite scores come last, unranked."""
     if not records:
         return []
     higher = records[0].metric.higher_is_better
     if any(r.metric.higher_is_better != higher for r in records):
         raise UserError("cannot rank records whose metrics disagree on the direction (higher/lower is better)")
     scored = [r for r in records if finite(r.score)]
-    scored.sort(key=lambda r: (-r.score if higher else r.score, r.x.name, r.y.name))
-    ranks = record_ranks(scored)
+    scored.sort(key=lambda r: (not exceeds_null(r), -r.score if higher else r.score, r.x.name, r.y.name))
+    above = sum(bool(exceeds_null(r)) for r in scored)
+    ranks = record_ranks(scored[:above]) + [above + rank for rank in record_ranks(scored[above:])]
     out = [Ranked(rank, r, label) for rank, r, label in zip(ranks, scored, rank_labels(ranks))]
     return out + [Ranked(None, r) for r in records if not finite(r.score)]
 
 
-def build_boards(records: list[ResultRecord]) -> list[Board]:
+def build_boards(records: list[ResultRecord], pool: list[ResultRecord] | None = None) -> list[Board]:
     """Group records into boards (setting x dataset fingerprint x modality pair), each ranked; the
     headline board first (the order of platobench/leaderboard/order.py: mutual kNN paired settings, other
     paired settings, zero-shot, stitching; text x vision before the setting's other modality pairs), then
-    by setting id and fingerprint."""
+    by setting id and fingerprint. `pool`: where the verdicts find matched controls (default: `records`)."""
     groups: dict[tuple[str, str, tuple[str, str]], list[ResultRecord]] = {}
     for r in records:
         groups.setdefault((r.setting, r.dataset.fingerprint, r.modalities), []).append(r)
     ordered = sorted(groups.items(), key=lambda item: (record_key(item[1][0]), item[0][1]))
-    return [Board(setting, rank_records(rs)) for (setting, _, _), rs in ordered]
+    return [Board(setting, rank_records(rs), pool) for (setting, _, _), rs in ordered]
 
 
 def x_summary(board: Board) -> list[dict[str, Any]]:

@@ -9,34 +9,39 @@ from pathlib import Path
 from typing import Any
 
 from platobench.files.atomic import atomic_write_text
-from platobench.leaderboard.baselines import PairedVerdict, is_baseline
+from platobench.leaderboard.baselines import is_baseline
 from platobench.leaderboard.boards import Board, family
+from platobench.leaderboard.flags import record_flags
 from platobench.leaderboard.notes import in_sample_of, top5_of
 from platobench.leaderboard.order import modality_label
 from platobench.leaderboard.safe_text import csv_cell
+from platobench.leaderboard.verdicts import Verdict
 from platobench.results import ResultRecord
 
 CSV_COLUMNS = (
     "setting", "modalities", "dataset", "n", "dataset_fingerprint", "rank", "x", "y", "x_input", "y_input",
-    "x_family", "y_family", "x_kind", "y_kind", "is_baseline", "verdict", "verdict_p_holm", "verdict_control", "metric", "higher_is_better", "score",
+    "x_family", "y_family", "x_kind", "y_kind", "is_baseline", "verdict", "verdict_rule", "verdict_p", "verdict_control", "verdict_controls", "flags", "metric", "higher_is_better", "score",
     "in_sample_best", "top5", "chance_top5", "calibrated", "ci_lo", "ci_hi", "ci_level", "p_value", "null_mean", "chance", "layer_x", "layer_y",
     "last_layer_score", "params_x_m", "params_y_m", "schema_version", "platobench_version",
     "git_sha", "created",
 )
 
 
-def board_row(rank: int | None, r: ResultRecord, verdict: str = "", paired: PairedVerdict | None = None) -> dict[str, Any]:
+def board_row(rank: int | None, r: ResultRecord, verdict: Verdict | None = None) -> dict[str, Any]:
     """One board row of record `r`, keys `CSV_COLUMNS`, absent values None; `verdict` is the record's
-    verdict against its baselines, `paired` its paired verdict (Holm-adjusted p-value and the matched
-    baseline record that decides it) where it has one."""
+    verdict against its matched controls (platobench/leaderboard/verdicts.py): its text, rule, p-value, the
+    control that decides it and how many controls it was judged against."""
     top5, chance_top5 = top5_of(r)
     return {
         "setting": r.setting, "modalities": modality_label(r.modalities), "dataset": r.dataset.name, "n": r.dataset.n, "dataset_fingerprint": r.dataset.fingerprint,
         "rank": rank, "x": r.x.name, "y": r.y.name, "x_input": r.x.input, "y_input": r.y.input,
         "x_family": family(r.x.name), "y_family": family(r.y.name), "x_kind": r.x.kind, "y_kind": r.y.kind,
-        "is_baseline": is_baseline(r.x.name) or is_baseline(r.y.name), "verdict": verdict,
-        "verdict_p_holm": None if paired is None else paired.p_holm,
-        "verdict_control": None if paired is None else paired.binding,
+        "is_baseline": is_baseline(r.x.name) or is_baseline(r.y.name),
+        "verdict": "" if verdict is None else verdict.text, "verdict_rule": None if verdict is None else verdict.rule or None,
+        "verdict_p": None if verdict is None else verdict.p,
+        "verdict_control": None if verdict is None else verdict.binding,
+        "verdict_controls": None if verdict is None or verdict.rule == "" else len(verdict.controls),
+        "flags": "; ".join(record_flags(r)) or None,
         "metric": r.metric.id, "higher_is_better": r.metric.higher_is_better, "score": r.score,
         "in_sample_best": in_sample_of(r), "top5": top5, "chance_top5": chance_top5,
         "calibrated": r.calibrated,
@@ -52,10 +57,10 @@ def board_row(rank: int | None, r: ResultRecord, verdict: str = "", paired: Pair
     }
 
 
-def csv_row(rank: int | None, r: ResultRecord, verdict: str = "", paired: PairedVerdict | None = None) -> dict[str, Any]:
+def csv_row(rank: int | None, r: ResultRecord, verdict: Verdict | None = None) -> dict[str, Any]:
     """One CSV row: `board_row` with empty cells for absent values. Text cells that a spreadsheet would
     run as a formula are prefixed with `'` (`csv_cell`)."""
-    return {key: csv_cell("" if value is None else value) for key, value in board_row(rank, r, verdict, paired).items()}
+    return {key: csv_cell("" if value is None else value) for key, value in board_row(rank, r, verdict).items()}
 
 
 def csv_text(boards: list[Board]) -> str:
@@ -64,9 +69,8 @@ def csv_text(boards: list[Board]) -> str:
     writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS)
     writer.writeheader()
     for board in boards:
-        got, paired = board.verdicts, board.paired_verdicts
-        writer.writerows(csv_row(row.rank, row.record, got.get(row.record.pair_id, ""), paired.get(row.record.pair_id))
-                         for row in board.rows)
+        got = board.verdicts
+        writer.writerows(csv_row(row.rank, row.record, got[row.record.pair_id]) for row in board.rows)
     return buffer.getvalue()
 
 

@@ -38,6 +38,7 @@ from platobench.leaderboard.boards import (
     overview,
     x_summary,
 )
+from platobench.leaderboard.flags import flags_note, record_flags
 from platobench.leaderboard.kinds import record_kind
 from platobench.leaderboard.notes import (
     MISSING,
@@ -59,7 +60,7 @@ COLUMNS = [  # key, header, kind ("num" sorts numerically, "text" alphabetically
     ("score", "score", "num"), ("in_sample", "in-sample best", "num"), ("top5", "top-5 (chance)", "num"), ("calibrated", "calibrated", "num"), ("ci", "CI", "num"), ("p", "p", "num"),
     ("null_mean", "null mean", "num"), ("chance", "chance", "num"), ("layers", "layers (L, V)", "text"),
     ("params_x", "params L", "num"), ("params_y", "params V", "num"),
-    ("verdict", "verdict vs baselines", "text"),
+    ("verdict", "verdict vs baselines", "text"), ("flags", "flags", "text"),
 ]
 
 
@@ -107,19 +108,20 @@ def _row(row: Ranked, verdict: str = "") -> dict[str, Any]:
     null_mean = r.null.mean if r.null is not None else None
     ci_end = None if r.ci is None else r.ci.lo if r.metric.higher_is_better else r.ci.hi
     top5 = top5_of(r)[0]
+    flags = record_flags(r)
     cells = {
         "rank": row.label, "x": _name_cell(r.x.name),
         "y": _name_cell(r.y.name), "score": fmt(r.score), "in_sample": fmt(in_sample_of(r)), "top5": fmt_top5(r), "calibrated": fmt(r.calibrated),
         "ci": f"[{r.ci.lo:.3f}, {r.ci.hi:.3f}]" if r.ci is not None else MISSING, "p": fmt_p(r.null),
         "null_mean": fmt(null_mean), "chance": fmt(r.chance), "layers": layers,
         "params_x": fmt_params(r.x.params_m, r.x.name),
-        "params_y": fmt_params(r.y.params_m, r.y.name), "verdict": esc(verdict),
+        "params_y": fmt_params(r.y.params_m, r.y.name), "verdict": esc(verdict), "flags": esc(", ".join(flags)),
     }
     sort = {
         "rank": row.rank, "x": r.x.name, "y": r.y.name, "score": _num(r.score), "in_sample": _num(in_sample_of(r)), "top5": _num(top5),
         "calibrated": _num(r.calibrated), "ci": _num(ci_end), "p": _num(p), "null_mean": _num(null_mean),
         "chance": _num(r.chance), "layers": layers if r.layers is not None else None, "params_x": _num(r.x.params_m),
-        "params_y": _num(r.y.params_m), "verdict": verdict or None,
+        "params_y": _num(r.y.params_m), "verdict": verdict or None, "flags": ", ".join(flags) or None,
     }
     return {
         "x": esc(r.x.name), "y": esc(r.y.name), "cells": cells, "sort": sort,
@@ -192,8 +194,9 @@ def render(boards: list[Board], records: list[ResultRecord], paper: list[dict[st
         "boards": [
             {"id": f"board-{i}", "first": first_directions(b.first.metric.higher_is_better), "headers": board_headers(b),
              "hide": [*([] if record_kind(b.first.kind).top5 else ["top5"]),
-                      *([] if has_in_sample([row.record for row in b.rows]) else ["in_sample"])],
-             "rows": [_row(row, got.get(row.record.pair_id, "")) for row in b.rows]}
+                      *([] if has_in_sample([row.record for row in b.rows]) else ["in_sample"]),
+                      *([] if flags_note(b.records) else ["flags"])],
+             "rows": [_row(row, got[row.record.pair_id].text) for row in b.rows]}
             for i, b in enumerate(boards) for got in [b.verdicts]
         ],
     }
@@ -222,6 +225,7 @@ def render(boards: list[Board], records: list[ResultRecord], paper: list[dict[st
         stitched = stitch_section(b)  # a stitch board's controls are its map variants, not baseline models
         parts += [f'<h2 id="{b.anchor}">{html.escape(b.title)}</h2>', f'<p id="board-{i}-count"></p>',
                   f'<table id="board-{i}"></table>', f'<p class="note">{html.escape(TIE_RULE)}</p>',
+                  *([f'<p class="note">{html.escape(flags_note(b.records))}</p>'] if flags_note(b.records) else []),
                   *([f'<p class="note">{html.escape(p_note)}</p>'] if p_note else []),
                   *([f'<p class="note">{html.escape(zs_note)}</p>'] if zs_note else []),
                   f'<p class="verdict">{html.escape(stitched.sentence if stitched else b.sentence)}</p>',

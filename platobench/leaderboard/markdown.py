@@ -26,6 +26,7 @@ from platobench.leaderboard.boards import (
     overview,
     x_summary,
 )
+from platobench.leaderboard.flags import flags_note, record_flags
 from platobench.leaderboard.kinds import record_kind
 from platobench.leaderboard.notes import (
     MISSING,
@@ -122,15 +123,17 @@ def readme(boards: list[Board], records: list[ResultRecord], paper: list[dict[st
         "expected score at this N for kNN metrics, the population value for CKA); *layers*: chosen (language, vision)",
         f"layer indices of the grid. `{MISSING}` marks a value that was not measured — never skipped silently.",
         "*(baseline)* tags a negative control (zoo family `baseline/`); *verdict* compares a real pair with its",
-        "matched baselines (the baseline rows that keep one of its sides) by a paired test of the excess over the",
-        "null on the same subsets and permutations, Holm-adjusted over the board (docs/statistics.md); a record",
-        "without subset scores is compared with the board's strongest baseline: *beats baselines* only when its",
-        "CI lies entirely beyond that baseline's CI.",
+        "own matched baselines (the baseline rows that keep one of its sides) by a paired test of the excess over",
+        "the null on the same subsets and permutations, each pair at .05 against its own controls and not adjusted",
+        "across the board, so no other row can move it (docs/statistics.md); a record without subset scores is",
+        "compared with the strongest of its matched baselines: *beats baselines* only when its CI lies entirely",
+        "beyond that baseline's CI.",
         "*null mean*: the mean score of the permutation null, the selection of layers included: what a pair's",
         "score and CI are judged against; *chance*: the closed-form score of one fixed layer pair of unrelated",
         "representations (the record's `chance`), below the null mean of a best-of-grid score, so never the bar",
         "for one. A rank marked `=` is shared by rows the data cannot separate (a paired test; overlapping CIs",
-        "for records without subset scores).",
+        "for records without subset scores). Rows that do not exceed their own null (calibrated CI above 0 and",
+        "p ≤ .05) rank below every row that does, whatever their raw score.",
         "A p marked `≤` is at its permutation floor (see the note under its board).",
         PARAMS_RULE,
         "",
@@ -145,20 +148,22 @@ def readme(boards: list[Board], records: list[ResultRecord], paper: list[dict[st
         params_head = "params (L / V)" if board.modalities == DEFAULT_MODALITIES else "params (x / y)"
         top5 = record_kind(board.first.kind).top5  # a zero-shot board shows top-5 beside its top-1 score
         inside = has_in_sample([row.record for row in board.rows])  # held-out selection: its in-sample best too
+        flagged = flags_note(board.records)
         lines += _md_table(
             ["rank", head_x, head_y, "score", *(["in-sample best"] if inside else []),
              *(["top-5 (chance)"] if top5 else []), "calibrated", "CI", "p",
-             "null mean", "chance", "layers", params_head, "verdict"],
+             "null mean", "chance", "layers", params_head, "verdict", *(["flags"] if flagged else [])],
             [[
                 row.label, model_cell(r.x.name), model_cell(r.y.name), fmt(r.score),
                 *([fmt(in_sample_of(r))] if inside else []), *([fmt_top5(r)] if top5 else []), fmt(r.calibrated),
                 fmt_ci(r), fmt_p(r.null), fmt(r.null.mean if r.null else None),
                 fmt(r.chance), fmt_layers(r),
                 f"{fmt_params(r.x.params_m, r.x.name)} / {fmt_params(r.y.params_m, r.y.name)}",
-                got.get(r.pair_id, ""),
+                got[r.pair_id].text, *([", ".join(record_flags(r))] if flagged else []),
             ] for row in board.rows for r in [row.record]],
         )
         lines += ["", TIE_RULE, ""]
+        lines += [md_text(flagged, brackets=False), ""] if flagged else []
         p_note = p_floor_sentence([row.record for row in board.rows])
         lines += [p_note, ""] if p_note else []
         zs_note = zeroshot_sentence([row.record for row in board.rows])

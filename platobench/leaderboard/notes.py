@@ -22,9 +22,10 @@ UNKNOWN = "unknown"  # a parameter count a real model's record does not give
 PARAMS_RULE = (f"Parameter counts: {NOT_APPLICABLE} = not applicable (a baseline without learned weights), "
                f"{UNKNOWN} = a real model whose record gives no count.")
 
-TIE_RULE = ("A rank marked = is shared: walking down the table best first, a row joins the group of the "
-            "row that leads it unless their paired difference on the same subsets separates them at .05 "
-            "(records without subset scores: when both have a CI and the two CIs overlap), and a row "
+TIE_RULE = ("Rows that exceed their own null (calibrated CI above 0, p ≤ .05) rank first, the others after "
+            "them, each tier best score first. A rank marked = is shared: walking down a tier, a row joins the "
+            "group of the row that leads it unless their paired difference on the same subsets separates them "
+            "at .05 (records without subset scores: when both have a CI and the two CIs overlap), and a row "
             "without either never shares a rank (competition ranking: 1=, 1=, 3, ...).")
 
 

@@ -9,7 +9,21 @@ deterministic; the reference sorts `X X^T` with the diagonal set to -1e8 using a
 so its tie-breaking is arbitrary (and a similarity below -1e8 would let a sample be its own
 neighbour).
 
-  mutual_knn  mean_i |N_X(i) ∩ N_Y(i)| / k.  Symmetric; chance k / (N - 1).
+Ties at the boundary (more samples share the k-th inner product than the list has room for: duplicate
+samples, or a sparse layer that preprocessing reduces to a few sign patterns) make the list a choice.
+Breaking them to the lower index on *both* sides makes tied lists coincide on the lowest sample ids, so a
+layer whose lists are mostly tied can score far above chance for no reason in the data. mutual_knn
+therefore resolves ties by expectation (`ties="expected"`, the default): the score is the expected overlap
+when each side breaks its own ties uniformly at random, independently. For a row with a boundary tie, the
+samples above the k-th inner product are in the list for sure and each of the t tied samples with
+probability r / t (r: the slots left for them); the expected overlap of row i is sum_j P(j ∈ N_X(i))
+P(j ∈ N_Y(i)), exact and free of sample ids. `ties="lower_index"` keeps the lists as listed (the rule
+before). The other kNN metrics here read ordered lists (cycle, LCS) or products of list masks (CKNNA),
+whose expectations under random tie-breaking have no such closed form: they keep the lower-index rule, and
+records flag layers whose lists are mostly tied (`tie_share`).
+
+  mutual_knn  mean_i |N_X(i) ∩ N_Y(i)| / k (its expectation over tie-breaking, above).  Symmetric; chance
+              k / (N - 1).
   cycle_knn   mean_i 1[∃ j ∈ N_Y(i): i ∈ N_X(j)]: go to a Y-neighbour, come back through X
               (the reference's `knn_A[knn_B]` with A = X, B = Y).  Not symmetric, and below 1 on
               equal inputs when some i is no neighbour of any of its own neighbours.
@@ -44,7 +58,7 @@ here as `Metric.extra["permute"]`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -83,10 +97,93 @@ def _check_same_n(sx: Sequence[KnnSets], sy: Sequence[KnnSets]) -> tuple[int, in
 # Combiners: lists of per-layer KnnSets -> [Lx, Ly] float64.
 
 
+def tie_share(s: KnnSets) -> float:
+    """The share of samples whose k-th neighbour is tied at the boundary (the list is a choice among equal
+    inner products), in [0, 1]."""
+    return int(s.tie_rows.unique().numel()) / s.n if len(s.tie_rows) else 0.0
+
+
+class _Weights(NamedTuple):
+    """One layer's neighbour lists as inclusion probabilities under random tie-breaking, on its tied rows
+    only: `rows` [N] bool (the rows with a boundary tie), `keys` [E] sorted flat slots i * N + j of the
+    rows' possible neighbours, `w` [E] their probabilities (1 above the k-th inner product, r / t tied)."""
+
+    rows: torch.Tensor
+    keys: torch.Tensor
+    w: torch.Tensor
+
+
+def _weights(s: KnnSets) -> _Weights | None:
+    """`_Weights` of one layer, None when no row has a boundary tie."""
+    if not len(s.tie_rows):
+        return None
+    n, k = s.n, s.k
+    rows = torch.zeros(n, dtype=torch.bool, device=s.idx.device)
+    rows[s.tie_rows] = True
+    tied = rows.nonzero().flatten()
+    sure = s.sim[tied] > s.sim[tied, k - 1 :]  # [T, k]: slots above the k-th inner product
+    room = (k - sure.sum(1)).double()  # slots left for the tied samples of each row
+    count = torch.zeros(n, dtype=torch.float64, device=s.idx.device).index_add_(
+        0, s.tie_rows, torch.ones(len(s.tie_rows), dtype=torch.float64, device=s.idx.device))
+    share = torch.zeros(n, dtype=torch.float64, device=s.idx.device)
+    share[tied] = room / count[tied]
+    sure_keys = (tied[:, None] * n + s.idx[tied])[sure]
+    keys = torch.cat([sure_keys, s.tie_rows * n + s.tie_cols])
+    w = torch.cat([torch.ones(len(sure_keys), dtype=torch.float64, device=keys.device), share[s.tie_rows]])
+    order = keys.argsort()
+    return _Weights(rows, keys[order], w[order])
+
+
+def _on_rows(s: KnnSets, weights: _Weights | None, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(sorted keys, weights) of one layer's neighbours on the rows `rows` [R] (ascending): the tie-broken
+    lists' inclusion probabilities on its tied rows, its list (weight 1) on the others."""
+    n = s.n
+    plain = rows if weights is None else rows[~weights.rows[rows]]
+    keys = (plain[:, None] * n + s.idx[plain]).flatten()
+    w = torch.ones(len(keys), dtype=torch.float64, device=keys.device)
+    if weights is not None:
+        keys, w = torch.cat([keys, weights.keys]), torch.cat([w, weights.w])
+    order = keys.argsort()
+    return keys[order], w[order]
+
+
+def _dot(ka: torch.Tensor, wa: torch.Tensor, kb: torch.Tensor, wb: torch.Tensor) -> float:
+    """sum of wa * wb over the keys present in both sorted, duplicate-free key arrays."""
+    if not len(ka) or not len(kb):
+        return 0.0
+    at = torch.searchsorted(ka, kb).clamp(max=len(ka) - 1)
+    hit = ka[at] == kb
+    return float((wa[at[hit]] * wb[hit]).sum())
+
+
+def _tie_correction(sx: Sequence[KnnSets], sy: Sequence[KnnSets]) -> torch.Tensor | None:
+    """[Lx, Ly] expected overlap minus the listed overlap, summed over the rows where either layer has a
+    boundary tie (module docstring); None when no layer has one."""
+    wx, wy = [_weights(s) for s in sx], [_weights(s) for s in sy]
+    if all(w is None for w in wx) and all(w is None for w in wy):
+        return None
+    out = torch.zeros(len(sx), len(sy), dtype=torch.float64)
+    for a, (s, u) in enumerate(zip(sx, wx)):
+        for b, (t, v) in enumerate(zip(sy, wy)):
+            if u is None and v is None:
+                continue
+            rows = torch.zeros(s.n, dtype=torch.bool, device=s.idx.device)
+            for w in (u, v):
+                if w is not None:
+                    rows |= w.rows
+            rows = rows.nonzero().flatten()
+            expected = _dot(*_on_rows(s, u, rows), *_on_rows(t, v, rows))
+            listed = _dot(*_on_rows(s, None, rows), *_on_rows(t, None, rows))
+            out[a, b] = expected - listed
+    return out
+
+
 def combine_mutual(sx: Sequence[KnnSets], sy: Sequence[KnnSets], params: dict[str, Any]) -> torch.Tensor:
     """mutual_knn grid: |N_X(i) ∩ N_Y(i)| from a membership block of X's lists (row i marks N_X(i)),
     looked up at the slots of every Y-list (a list holds distinct samples, so each shared neighbour
-    counts once): O(N k) per layer pair after O(N²) per X layer, in blocks of samples."""
+    counts once): O(N k) per layer pair after O(N²) per X layer, in blocks of samples. Under
+    `ties="expected"` the rows with a boundary tie on either side are then counted by their expected
+    overlap instead (`_tie_correction`: O(E log E) per layer pair, E the tied rows' candidates)."""
     n, k = _check_same_n(sx, sy)
     ix, iy = _stack(sx, "idx"), _stack(sy, "idx")
     counts = torch.zeros(len(sx), len(sy), dtype=torch.float64, device=ix.device)
@@ -101,6 +198,10 @@ def combine_mutual(sx: Sequence[KnnSets], sy: Sequence[KnnSets], params: dict[st
             member[marks] = True
             counts[a] += member[slots].view(len(sy), -1).sum(1, dtype=torch.int64).double()
             member[marks] = False
+    if params.get("ties", "expected") == "expected":
+        correction = _tie_correction(sx, sy)
+        if correction is not None:
+            counts += correction.to(counts.device)
     return counts / (n * k)
 
 
@@ -197,8 +298,13 @@ def combine_cknna(sx: Sequence[KnnSets], sy: Sequence[KnnSets], params: dict[str
 # Registration.
 
 
+TIES = ("expected", "lower_index")
+
+
 def _validate(min_n: int):
     def validate(n: int, params: dict[str, Any]) -> None:
+        if "ties" in params and params["ties"] not in TIES:
+            raise UserError(f"ties must be one of {list(TIES)}, got {params['ties']!r}")
         k = check_int(params["k"], "k", 1)
         if n <= k:
             raise UserError(f"k must be smaller than the number of samples N: got k={k}, N={n} "
@@ -228,10 +334,12 @@ _KNN_INVARIANCES = ("rotation", "isotropic_scaling", "sample_permutation_joint")
 def _knn_metric(
     id: str, combine: Any, *, symmetric: bool, description: str, chance: Any = None, min_n: int = 2,
     range: tuple[float, float] | None = (0.0, 1.0), identity_score: float | None = 1.0, interval: str = "subsample",
+    params: dict[str, Any] | None = None,
 ) -> Metric:
-    """A kNN-family descriptor: shared parameters, invariances, summaries and permutation hook."""
+    """A kNN-family descriptor: shared parameters (and `params` of its own), invariances, summaries and
+    permutation hook."""
     return Metric(
-        id=id, params=dict(_PARAMS), higher_is_better=True, symmetric=symmetric, invariances=_KNN_INVARIANCES,
+        id=id, params={**_PARAMS, **(params or {})}, higher_is_better=True, symmetric=symmetric, invariances=_KNN_INVARIANCES,
         chance=chance or _no_chance, summarize_x=_summarize, combine=combine, validate=_validate(min_n),
         description=description, range=range, identity_score=identity_score, interval=interval,
         estimand="expected_at_n", neighbour_sets=True, extra={"permute": permute_knn},
@@ -244,7 +352,9 @@ for _metric in (
     # mutual kNN, a share of shared neighbours, on the arcsin(sqrt) scale of a proportion to .962-.965 with a
     # paired difference's power at 3 SD .815 (docs/statistics.md).
     _knn_metric("mutual_knn", combine_mutual, symmetric=True, chance=lambda n, p: p["k"] / (n - 1), interval="arcsine_rate",
-                description="mean fraction of shared k nearest neighbours (inner product, self excluded; PRH)"),
+                params={"ties": "expected"},
+                description="mean fraction of shared k nearest neighbours (inner product, self excluded; PRH); ties "
+                            "at the k-th neighbour counted by their expected overlap under random tie-breaking"),
     # Cycle kNN is a mean of per-sample hits whose rate saturates on small subsets (p (1 - p) / n more than a
     # power of n): half-subsets understate its spread (0.73-1.08x), the jackknife overstates it (1.75-2.08x,
     # coverage .999), the rate scheme on the raw score misreads the rate; on the arcsin(sqrt) scale it fits

@@ -39,11 +39,6 @@ the rate schemes (the arcsine one's draws `linearised` first) each score's subse
 the spread at N by its own exponent (divided by sqrt((N / m)^a - 1) for their size), then differenced: the two scores may fall at different rates (a
 pair far from chance like 1 / N, its control near chance faster), and a difference with one score is that
 score's own standard error.
-
-`holm` adjusts the p-values of one family (one board's comparisons) for multiplicity: the i-th smallest of
-K p-values is multiplied by K - i + 1 and the adjusted values made monotone (Holm 1979). Rejecting where the
-adjusted p-value is at most alpha controls the probability of any false rejection in the family at alpha,
-under any dependence between the comparisons.
 """
 
 from __future__ import annotations
@@ -233,17 +228,5 @@ def paired_difference(
     return PairedDifference(diff, se, df, float(stats.t.sf(t, df)), float(stats.t.cdf(t, df)))
 
 
-def holm(p_values: Sequence[float]) -> list[float]:
-    """Holm-adjusted p-values (module docstring), in the input order; each in [0, 1]."""
-    k = len(p_values)
-    order = sorted(range(k), key=lambda i: p_values[i])
-    adjusted = [0.0] * k
-    running = 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (k - rank) * p_values[i]))
-        adjusted[i] = running
-    return adjusted
-
-
-__all__ = ["PairedDifference", "RATE_BOUNDS", "RATE_SCHEMES", "SCHEMES", "arcsine", "holm", "linearised",
+__all__ = ["PairedDifference", "RATE_BOUNDS", "RATE_SCHEMES", "SCHEMES", "arcsine", "linearised",
            "paired_difference", "rate_exponent", "rate_small_size", "subset_df", "subset_se", "t_quantile"]

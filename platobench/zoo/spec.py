@@ -8,10 +8,19 @@ embedding output (token/patch embeddings, or a CNN's stem), index i >= 1 the out
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 import pydantic
-from pydantic import ConfigDict, Field, StrictBool, StrictFloat, StrictInt, field_validator, model_validator
+from pydantic import (
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
 
 from platobench.files.ids import ID_RULE, MODEL_NAME_PATTERN, shown
 from platobench.zoo.support import (
@@ -31,6 +40,7 @@ Pooling = Literal["avg", "last", "cls", "mean_patch"]
 SourceType = Literal["hub", "timm", "openclip", "local", "packaged", "baseline", "python"]
 
 PACKAGED_PREFIX = "packaged:"
+BASELINE_FAMILY = "baseline"  # reserved to loader "baseline": the negative controls of every verdict
 
 # Physical bounds of a zoo entry's counts (docs/models.md): the largest published models have ~100
 # blocks, residual streams of ~3*10^4 and ~2*10^6 M parameters, so these leave room by orders of magnitude
@@ -70,6 +80,13 @@ class ModelSpec(pydantic.BaseModel):
     params_m: parameter count in millions. license: SPDX id or the licence's name.
     trust_remote_code: the weights need Python code from their repository (a real boolean); it runs
         only for models named with `--trust-remote-code NAME` (see platobench.zoo.remote_code).
+    trained_on: disclosure, the datasets the weights were trained or fine-tuned on, as the model card names
+        them (None: not stated); a board whose dataset one of them names is marked (`flags.py`).
+    fitted_on_eval: disclosure, the model was fitted on the data it is evaluated on (a TF-IDF vocabulary of
+        the evaluation captions, a projection learnt on the board's images): true, false, or None (not
+        stated). Every board marks it.
+    The family `baseline/` is reserved to `loader: baseline` (the built-in negative controls that verdicts
+    compare against), and those are the only entries of that loader.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -91,6 +108,9 @@ class ModelSpec(pydantic.BaseModel):
     params_m: StrictFloat | None = Field(default=None, gt=0, le=MAX_PARAMS_M, allow_inf_nan=False)
     license: str | None = None
     trust_remote_code: StrictBool = False
+    trained_on: tuple[Annotated[str, StringConstraints(min_length=1, max_length=200)], ...] | None = Field(
+        default=None, max_length=200)
+    fitted_on_eval: StrictBool | None = None
     notes: str = ""
 
     @field_validator("name")
@@ -137,6 +157,11 @@ class ModelSpec(pydantic.BaseModel):
             raise ValueError(f"a {source_type} source has no hub revision; remove 'revision'")
         if support.sources and self.source not in support.sources:
             raise ValueError(f"unknown {support.source_type} {self.source!r} (known: {', '.join(support.sources)})")
+        if (self.family == BASELINE_FAMILY) != (self.loader == "baseline"):
+            raise ValueError(f"the family '{BASELINE_FAMILY}/' is reserved to the built-in negative controls (loader "
+                             f"'baseline'), which verdicts compare every pair against; name this entry in another "
+                             "family" if self.loader != "baseline" else
+                             f"a 'baseline' loader entry must be named '{BASELINE_FAMILY}/...'")
         if self.num_layers == 0 and not support.no_blocks:
             static = ", ".join(s.loader for s in LOADERS.values() if s.no_blocks)
             raise ValueError(f"num_layers must be greater than 0 (only a static encoder with one layer has 0 blocks; "

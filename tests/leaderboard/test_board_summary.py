@@ -22,7 +22,7 @@ def test_a_board_row_names_its_best_real_pair_strongest_baseline_and_verdict_cou
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells == ["`s` (openclipart-1024, N=64)", "demo/mpnet-base × demo/dinov2-s-imgfocus", "0.400 [0.380, 0.420]",
                      "baseline/bag-of-words (baseline) × demo/dinov2-s-imgfocus", "0.200 [0.180, 0.220]",
-                     "CI overlap with the strongest", "2: 1 beats baselines, 1 within baseline CI"]
+                     "CI overlap with the strongest matched control", "2: 1 beats baselines, 1 within baseline CI"]
     assert tables(records)["same-modality"].count("\n") == 2  # header only: no other modality pair
 
 

@@ -1,4 +1,4 @@
-"""Paired verdicts and ranks (platobench/leaderboard/paired.py, baselines.py) from the subset scores and null
+"""Paired verdicts and ranks (platobench/leaderboard/paired.py, verdicts.py) from the subset scores and null
 draws records state, the resampling helpers they use (platobench/metrics/resampling.py), and the rules
 that keep a record's draws honest (consistency, check)."""
 
@@ -10,15 +10,15 @@ import numpy as np
 import pytest
 import torch
 
-from platobench.bench.check_fields import compare
+from platobench.bench.check import judge_again
+from platobench.bench.check_fields import Outcome, compare
 from platobench.bench.scoring import score_paired
 from platobench.bench.settings import Setting
-from platobench.leaderboard import baselines as bl
+from platobench.leaderboard import verdicts as vd
 from platobench.leaderboard.consistency import inconsistencies
 from platobench.leaderboard.paired import calibrated_difference, raw_difference, record_ranks, unpaired_reason
 from platobench.leaderboard.ranks import tie_ranks
 from platobench.metrics.resampling import (
-    holm,
     linearised,
     paired_difference,
     rate_exponent,
@@ -192,12 +192,6 @@ def test_equal_and_shifted_draws_give_the_exact_p_values():
     assert shifted.p_greater == 0 and shifted.p_less == 1
 
 
-def test_holm_multiplies_the_ith_smallest_and_keeps_the_order():
-    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
-    assert holm([0.5, 0.9]) == pytest.approx([1.0, 1.0])
-    assert holm([]) == []
-
-
 # -- verdicts ----------------------------------------------------------------------------------------------
 
 def board() -> list[ResultRecord]:
@@ -212,51 +206,59 @@ def board() -> list[ResultRecord]:
     ]
 
 
+def texts(records, pool=None) -> dict[str, str]:
+    return {k: v.text for k, v in vd.verdicts(records, pool).items()}
+
+
 def test_paired_verdicts_separate_rows_whose_intervals_overlap():
     records = board()
     control, beats, same, below = records
     assert beats.ci.lo < control.ci.hi and below.ci.hi > control.ci.lo  # the overlap rule would say "within"
-    got = bl.verdicts(records)
-    assert got[beats.pair_id] == bl.BEATS
-    assert got[same.pair_id] == bl.NO_DIFFERENCE
-    assert got[below.pair_id] == bl.BELOW
-    assert got[control.pair_id] == bl.STRONGEST
-    paired = bl.paired_verdicts(records)
-    assert paired[beats.pair_id].controls == (control.pair_id,) and paired[beats.pair_id].binding == control.pair_id
-    assert paired[beats.pair_id].p_holm <= bl.ALPHA < paired[same.pair_id].p_holm
-    sentence = bl.board_sentence(records)
+    got = vd.verdicts(records)
+    assert got[beats.pair_id].text == vd.BEATS
+    assert got[same.pair_id].text == vd.NO_DIFFERENCE
+    assert got[below.pair_id].text == vd.BELOW
+    assert got[control.pair_id].text == vd.BASELINE
+    assert got[beats.pair_id].controls == (control.pair_id,) and got[beats.pair_id].binding == control.pair_id
+    assert got[beats.pair_id].rule == vd.PAIRED and got[beats.pair_id].p <= 0.05 < got[same.pair_id].p
+    sentence = vd.board_sentence(records)
     assert sentence.startswith("1 of 3 real pairs beat every matched baseline, 1 are below one and 1 show no evidence")
-    assert "Holm-adjusted over the 3 pairs" in sentence
+    assert "each pair against its own matched controls at alpha = 0.05, not adjusted across the board" in sentence
 
 
 def test_a_row_must_beat_every_matched_control():
     records = board()
     stronger = drawn("demo/minilm-l6", "baseline/colour-histogram", 0.125, seed=4)  # shares minilm-l6's x side
-    got = bl.verdicts([*records, stronger])
-    assert got[records[1].pair_id] == bl.NO_DIFFERENCE
-    assert set(bl.paired_verdicts([*records, stronger])[records[1].pair_id].controls) == {
-        records[0].pair_id, stronger.pair_id}
+    got = vd.verdicts([*records, stronger])
+    assert got[records[1].pair_id].text == vd.NO_DIFFERENCE
+    assert set(got[records[1].pair_id].controls) == {records[0].pair_id, stronger.pair_id}
 
 
-def test_holm_adjusts_over_the_board():
-    """A row that beats its control at p ~ .02 alone stops beating among many rows that are as close."""
+def test_a_verdict_belongs_to_its_pair_whoever_else_joins_the_board():
+    """A row that beats its control at p ~ .02 keeps its verdict and its p-value among 40 rows as close as
+    itself (a board-wide Holm adjustment would have taken it away), and records of other boards (another
+    setting, another sample set) are never its controls."""
     control = drawn("baseline/bag-of-words", V, 0.100, own=0.004, seed=0)
     alone = [control, drawn("demo/minilm-l6", V, 0.114, own=0.004, seed=1)]
-    p = bl.paired_verdicts(alone)[alone[1].pair_id].p
-    assert 0.002 < p < 0.05 and bl.verdicts(alone)[alone[1].pair_id] == bl.BEATS
+    mine = vd.judge(alone[1], alone)
+    assert 0.002 < mine.p < 0.05 and mine.text == vd.BEATS
     crowd = [*alone, *(drawn(f"demo/m{i}", V, 0.100, own=0.004, seed=10 + i) for i in range(40))]
-    assert bl.verdicts(crowd)[alone[1].pair_id] == bl.NO_DIFFERENCE
+    assert vd.judge(alone[1], crowd) == mine
+    elsewhere = [c.model_copy(update={"setting": "demo-cka"}) for c in alone[:1]] + [
+        control.model_copy(update={"dataset": control.dataset.model_copy(update={"fingerprint": "e" * 64})})]
+    assert vd.judge(alone[1], [alone[1], *elsewhere]).text == vd.NO_MATCH
 
 
 def test_a_row_without_a_matched_control_is_named_and_unpaired_records_keep_the_overlap_rule():
     records = board()
     lone = drawn("demo/minilm-l3", "demo/efficientnet-lite0", 0.2, seed=5)
-    assert bl.verdicts([*records, lone])[lone.pair_id] == bl.NO_MATCH
+    assert texts([*records, lone])[lone.pair_id] == vd.NO_MATCH
     old = records[1].model_copy(update={"ci": records[1].ci.model_copy(
         update={"draws": None, "scheme": None, "subset_size": None})})
     assert unpaired_reason(old, records[0]) == f"{old.pair_id} states no subset scores"
-    assert bl.verdicts([records[0], old])[old.pair_id] == bl.WITHIN  # the intervals overlap
-    assert "1 records state no subset scores" in bl.board_sentence([records[0], old, *records[2:]])
+    assert texts([records[0], old])[old.pair_id] == vd.WITHIN  # the intervals overlap
+    assert vd.judge(old, [records[0], old]).rule == vd.OVERLAP
+    assert "1 real pairs judged by interval overlap" in vd.board_sentence([records[0], old, *records[2:]])
 
 
 def test_records_drawn_differently_do_not_pair():
@@ -341,17 +343,28 @@ def test_a_record_cannot_choose_its_interval_scheme(scored):
     assert not any("resampled by" in p for p in inconsistencies(knn_heldout))  # a rate scheme stays one held out
 
 
-def test_check_compares_the_draws_themselves(scored):
-    """Reordering the subset scores keeps the interval but changes every paired difference: check sees it."""
+def test_check_compares_what_the_draws_assert_not_each_draw(scored):
+    """One draw that moves while the interval, null and verdict stay (a near tie re-selected inside one
+    permutation) is not a move: check compares no draw one by one."""
     record = scored[0]
-    b = len(record.ci.draws) // 2  # the rate scheme: B half-subsets, then B quarter-subsets, each reversed
-    reordered = record.ci.draws[:b][::-1] + record.ci.draws[b:][::-1]
-    shuffled = record.model_copy(update={"ci": record.ci.model_copy(update={"draws": reordered})})
-    assert inconsistencies(shuffled) == []
-    moved = {d.field: d for d in compare(shuffled, record)}
-    diff = next(d for name, d in moved.items() if name.startswith("ci.draws["))
-    assert diff.moved(1e-6)
-    assert not next(d for name, d in moved.items() if name.startswith("null.draws[")).moved(0.0)
+    null_draws = list(record.null.draws)
+    null_draws[0] += 0.004
+    one_draw = record.model_copy(update={"null": record.null.model_copy(update={"draws": null_draws})})
+    assert not any(d.field.startswith(("ci.draws", "null.draws")) for d in compare(one_draw, record))
+    assert not any(d.moved(0.001) for d in compare(one_draw, record))
+
+
+def test_check_fails_a_verdict_that_the_recomputed_draws_do_not_give():
+    """Reordering a record's subset scores keeps its interval (it contradicts nothing) but changes every paired
+    difference: its verdict against its control moves, and check's verdict comparison sees it."""
+    control, beats, *_ = board()
+    b = len(beats.ci.draws)
+    shuffled = beats.model_copy(update={"ci": beats.ci.model_copy(update={"draws": beats.ci.draws[::-1]})})
+    assert inconsistencies(shuffled) == [] and len(shuffled.ci.draws) == b
+    outcomes = [Outcome(r.setting, r.x.name, r.y.name, status="ok") for r in (control, shuffled)]
+    judge_again([control, shuffled], {id(control): control, id(shuffled): beats}, outcomes)
+    assert outcomes[1].verdict == (vd.NO_DIFFERENCE, vd.BEATS) and outcomes[1].status == "moved"
+    assert outcomes[0].verdict == (vd.BASELINE, vd.BASELINE) and outcomes[0].status == "ok"
 
 
 def test_an_interval_states_its_draws_whole():

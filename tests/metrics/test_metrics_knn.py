@@ -35,10 +35,31 @@ def brute_lcs(a: list[int], b: list[int]) -> int:
     return t[-1][-1]
 
 
+def brute_inclusion(x: torch.Tensor, k: int) -> list[dict[int, float]]:
+    """Per row, the probability of each sample being in the list when ties at the k-th inner product are
+    broken uniformly at random: 1 above it, (slots left) / (tied samples) at it."""
+    s = (x.double() @ x.double().T).tolist()
+    n = len(s)
+    out = []
+    for i in range(n):
+        others = sorted((s[i][j] for j in range(n) if j != i), reverse=True)
+        kth = others[k - 1]
+        above = [j for j in range(n) if j != i and s[i][j] > kth]
+        tied = [j for j in range(n) if j != i and s[i][j] == kth]
+        out.append({**{j: 1.0 for j in above}, **{j: (k - len(above)) / len(tied) for j in tied}})
+    return out
+
+
+def brute_expected_mutual(x: torch.Tensor, y: torch.Tensor, k: int) -> float:
+    """mutual_knn under ties="expected": mean over rows of sum_j P(j in N_X(i)) P(j in N_Y(i)), over k."""
+    px, py = brute_inclusion(x, k), brute_inclusion(y, k)
+    return sum(sum(p * py[i].get(j, 0.0) for j, p in px[i].items()) for i in range(len(px))) / (len(px) * k)
+
+
 def brute_scores(x: torch.Tensor, y: torch.Tensor, k: int) -> dict[str, float]:
     nx, ny = brute_knn(x, k), brute_knn(y, k)
     n = len(nx)
-    mutual = sum(len(set(nx[i]) & set(ny[i])) for i in range(n)) / (n * k)
+    mutual = brute_expected_mutual(x, y, k)
     cycle = sum(any(i in nx[j] for j in ny[i]) for i in range(n)) / n
     lcs = sum(brute_lcs(nx[i], ny[i]) for i in range(n)) / (n * k)
     return {"mutual_knn": mutual, "cycle_knn": cycle, "lcs_knn": lcs, "cknna": brute_cknna(x, y, nx, ny)}
@@ -129,6 +150,43 @@ def test_scores_match_brute_force_with_ties():
     ref = brute_scores(x, y, 4)
     for m in KNN_METRICS:
         assert score(m, x, y, k=4) == pytest.approx(ref[m], abs=1e-9), m
+    nx, ny = brute_knn(x, 4), brute_knn(y, 4)  # the lower-index rule, on request
+    listed = sum(len(set(a) & set(b)) for a, b in zip(nx, ny)) / (30 * 4)
+    assert score("mutual_knn", x, y, k=4, ties="lower_index") == pytest.approx(listed, abs=1e-12)
+    assert listed != pytest.approx(ref["mutual_knn"], abs=1e-3)  # the case has boundary ties that matter
+
+
+def test_tied_lists_score_their_expectation_not_their_lowest_ids():
+    """Closed forms. Every inner product tied (one sign group): each of the N - 1 others is a neighbour with
+    probability k / (N - 1), so against any Y the expected overlap is k / (N - 1), chance, where the lower
+    index rule puts both sides' lists on samples 0..k and scores far above it. Two sign groups of 25 against
+    themselves: k / 24 (independent tie-breaking on both sides), not 1."""
+    n, k = 50, 5
+    onehot = torch.eye(n, dtype=torch.float64)  # every inner product between two rows is 0: all tied
+    y = gaussian(n, 4, 7)
+    assert score("mutual_knn", onehot, y, k=k) == pytest.approx(k / (n - 1), abs=1e-12)
+    assert score("mutual_knn", onehot, onehot, k=k) == pytest.approx(k / (n - 1), abs=1e-12)
+    assert score("mutual_knn", onehot, onehot, k=k, ties="lower_index") == 1.0  # both lists are the lowest ids
+    signs = torch.tensor([[1.0], [-1.0]]).repeat(n // 2, 1).double()
+    assert score("mutual_knn", signs, signs, k=k) == pytest.approx(k / (n // 2 - 1), abs=1e-12)
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(8, 40), k=st.integers(1, 5))
+def test_expected_overlap_matches_brute_force_and_permutes_exactly(seed, n, k):
+    """With many exact ties: the grid equals the brute-force expectation, and a permutation null's grid from
+    the relabelled lists (`permute_knn`) equals the score recomputed on Y[perm]."""
+    from platobench.metrics.api import summarize_layers
+
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randint(-1, 2, (n, 2), generator=g).double()
+    y = torch.randint(-1, 2, (n, 3), generator=g).double()
+    if min(len({tuple(r) for r in v.tolist()}) for v in (x, y)) < 2:
+        return  # a constant layer has no score
+    assert score("mutual_knn", x, y, k=k) == pytest.approx(brute_expected_mutual(x, y, k), abs=1e-12)
+    perm = torch.randperm(n, generator=g)
+    summaries = summarize_layers("mutual_knn", [x], [y], k=k)
+    assert summaries.grid(perm=perm)[0, 0].item() == pytest.approx(score("mutual_knn", x, y[perm], k=k), abs=1e-12)
 
 
 # ---- properties ---------------------------------------------------------------------------------
