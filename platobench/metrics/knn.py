@@ -103,88 +103,76 @@ def tie_share(s: KnnSets) -> float:
     return int(s.tie_rows.unique().numel()) / s.n if len(s.tie_rows) else 0.0
 
 
-class _Weights(NamedTuple):
-    """One layer's neighbour lists as inclusion probabilities under random tie-breaking, on its tied rows
-    only: `rows` [N] bool (the rows with a boundary tie), `keys` [E] sorted flat slots i * N + j of the
-    rows' possible neighbours, `w` [E] their probabilities (1 above the k-th inner product, r / t tied)."""
+class _Entries(NamedTuple):
+    """One layer's neighbour lists as weighted entries, sorted by row: sample `cols[e]` is in the list of
+    sample `rows[e]` with probability `w[e]` (1 for a listed neighbour; on a row with a boundary tie, 1 above
+    the k-th inner product and r / t for each of its t tied samples, r the slots left for them)."""
 
     rows: torch.Tensor
-    keys: torch.Tensor
+    cols: torch.Tensor
     w: torch.Tensor
 
 
-def _weights(s: KnnSets) -> _Weights | None:
-    """`_Weights` of one layer, None when no row has a boundary tie."""
-    if not len(s.tie_rows):
-        return None
+def _entries(s: KnnSets) -> _Entries:
+    """`_Entries` of one layer under random tie-breaking (module docstring)."""
     n, k = s.n, s.k
-    rows = torch.zeros(n, dtype=torch.bool, device=s.idx.device)
-    rows[s.tie_rows] = True
-    tied = rows.nonzero().flatten()
-    sure = s.sim[tied] > s.sim[tied, k - 1 :]  # [T, k]: slots above the k-th inner product
-    room = (k - sure.sum(1)).double()  # slots left for the tied samples of each row
-    count = torch.zeros(n, dtype=torch.float64, device=s.idx.device).index_add_(
-        0, s.tie_rows, torch.ones(len(s.tie_rows), dtype=torch.float64, device=s.idx.device))
-    share = torch.zeros(n, dtype=torch.float64, device=s.idx.device)
-    share[tied] = room / count[tied]
-    sure_keys = (tied[:, None] * n + s.idx[tied])[sure]
-    keys = torch.cat([sure_keys, s.tie_rows * n + s.tie_cols])
-    w = torch.cat([torch.ones(len(sure_keys), dtype=torch.float64, device=keys.device), share[s.tie_rows]])
-    order = keys.argsort()
-    return _Weights(rows, keys[order], w[order])
+    dev = s.idx.device
+    f64 = torch.float64
+    rows = torch.arange(n, device=dev).repeat_interleave(k)
+    cols = s.idx.flatten()
+    if not len(s.tie_rows):
+        return _Entries(rows, cols, torch.ones(len(cols), dtype=f64, device=dev))
+    tied = torch.zeros(n, dtype=torch.bool, device=dev)
+    tied[s.tie_rows] = True
+    sure = (s.sim > s.sim[:, k - 1 :]) | ~tied[:, None]  # [N, k]: listed for sure (every slot of an untied row)
+    count = torch.zeros(n, dtype=f64, device=dev).index_add_(0, s.tie_rows, torch.ones(len(s.tie_rows), dtype=f64, device=dev))
+    room = (k - sure.sum(1)).to(f64)
+    share = torch.where(tied, room / count.clamp(min=1), 0.0)
+    rows = torch.cat([rows[sure.flatten()], s.tie_rows])
+    cols = torch.cat([cols[sure.flatten()], s.tie_cols])
+    w = torch.cat([torch.ones(int(sure.sum()), dtype=f64, device=dev), share[s.tie_rows]])
+    order = rows.argsort(stable=True)
+    return _Entries(rows[order], cols[order], w[order])
 
 
-def _on_rows(s: KnnSets, weights: _Weights | None, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(sorted keys, weights) of one layer's neighbours on the rows `rows` [R] (ascending): the tie-broken
-    lists' inclusion probabilities on its tied rows, its list (weight 1) on the others."""
-    n = s.n
-    plain = rows if weights is None else rows[~weights.rows[rows]]
-    keys = (plain[:, None] * n + s.idx[plain]).flatten()
-    w = torch.ones(len(keys), dtype=torch.float64, device=keys.device)
-    if weights is not None:
-        keys, w = torch.cat([keys, weights.keys]), torch.cat([w, weights.w])
-    order = keys.argsort()
-    return keys[order], w[order]
-
-
-def _dot(ka: torch.Tensor, wa: torch.Tensor, kb: torch.Tensor, wb: torch.Tensor) -> float:
-    """sum of wa * wb over the keys present in both sorted, duplicate-free key arrays."""
-    if not len(ka) or not len(kb):
-        return 0.0
-    at = torch.searchsorted(ka, kb).clamp(max=len(ka) - 1)
-    hit = ka[at] == kb
-    return float((wa[at[hit]] * wb[hit]).sum())
-
-
-def _tie_correction(sx: Sequence[KnnSets], sy: Sequence[KnnSets]) -> torch.Tensor | None:
-    """[Lx, Ly] expected overlap minus the listed overlap, summed over the rows where either layer has a
-    boundary tie (module docstring); None when no layer has one."""
-    wx, wy = [_weights(s) for s in sx], [_weights(s) for s in sy]
-    if all(w is None for w in wx) and all(w is None for w in wy):
-        return None
-    out = torch.zeros(len(sx), len(sy), dtype=torch.float64)
-    for a, (s, u) in enumerate(zip(sx, wx)):
-        for b, (t, v) in enumerate(zip(sy, wy)):
-            if u is None and v is None:
-                continue
-            rows = torch.zeros(s.n, dtype=torch.bool, device=s.idx.device)
-            for w in (u, v):
-                if w is not None:
-                    rows |= w.rows
-            rows = rows.nonzero().flatten()
-            expected = _dot(*_on_rows(s, u, rows), *_on_rows(t, v, rows))
-            listed = _dot(*_on_rows(s, None, rows), *_on_rows(t, None, rows))
-            out[a, b] = expected - listed
-    return out
+def _expected_counts(sx: Sequence[KnnSets], sy: Sequence[KnnSets]) -> torch.Tensor:
+    """[Lx, Ly] sum over samples of the expected overlap sum_j P(j ∈ N_X(i)) P(j ∈ N_Y(i)): a dense block of
+    X's inclusion probabilities (rows of a block of samples) looked up at every Y entry of those rows and
+    summed per Y layer, O(N k + T) per layer pair (T: the tied candidates) after O(N²) per X layer."""
+    n = sx[0].n
+    ex, ey = [_entries(s) for s in sx], [_entries(s) for s in sy]
+    dev = sx[0].idx.device
+    y_rows = torch.cat([e.rows for e in ey])
+    y_cols = torch.cat([e.cols for e in ey])
+    y_w = torch.cat([e.w for e in ey])
+    y_layer = torch.cat([torch.full((len(e.rows),), b, device=dev) for b, e in enumerate(ey)])
+    order = y_rows.argsort(stable=True)
+    y_rows, y_cols, y_w, y_layer = y_rows[order], y_cols[order], y_w[order], y_layer[order]
+    counts = torch.zeros(len(sx), len(sy), dtype=torch.float64, device=dev)
+    step = _samples_per_block(n, 8 * n)
+    for lo in range(0, n, step):
+        hi = min(n, lo + step)
+        ya, yb = (int(v) for v in torch.searchsorted(y_rows, torch.tensor([lo, hi], device=dev)))
+        slots = (y_rows[ya:yb] - lo) * n + y_cols[ya:yb]
+        block = torch.zeros((hi - lo) * n, dtype=torch.float64, device=dev)
+        for a, e in enumerate(ex):
+            xa, xb = (int(v) for v in torch.searchsorted(e.rows, torch.tensor([lo, hi], device=dev)))
+            marks = (e.rows[xa:xb] - lo) * n + e.cols[xa:xb]
+            block[marks] = e.w[xa:xb]
+            counts[a] += torch.bincount(y_layer[ya:yb], weights=block[slots] * y_w[ya:yb], minlength=len(sy))
+            block[marks] = 0.0
+    return counts
 
 
 def combine_mutual(sx: Sequence[KnnSets], sy: Sequence[KnnSets], params: dict[str, Any]) -> torch.Tensor:
     """mutual_knn grid: |N_X(i) ∩ N_Y(i)| from a membership block of X's lists (row i marks N_X(i)),
     looked up at the slots of every Y-list (a list holds distinct samples, so each shared neighbour
     counts once): O(N k) per layer pair after O(N²) per X layer, in blocks of samples. Under
-    `ties="expected"` the rows with a boundary tie on either side are then counted by their expected
-    overlap instead (`_tie_correction`: O(E log E) per layer pair, E the tied rows' candidates)."""
+    `ties="expected"`, when a layer of either side has a boundary tie, the same with inclusion
+    probabilities in place of the lists (`_expected_counts`); without one both give the same counts."""
     n, k = _check_same_n(sx, sy)
+    if params.get("ties", "expected") == "expected" and any(len(s.tie_rows) for s in (*sx, *sy)):
+        return _expected_counts(sx, sy) / (n * k)
     ix, iy = _stack(sx, "idx"), _stack(sy, "idx")
     counts = torch.zeros(len(sx), len(sy), dtype=torch.float64, device=ix.device)
     step = _samples_per_block(n, n + 8 * len(sy) * k)
@@ -198,10 +186,6 @@ def combine_mutual(sx: Sequence[KnnSets], sy: Sequence[KnnSets], params: dict[st
             member[marks] = True
             counts[a] += member[slots].view(len(sy), -1).sum(1, dtype=torch.int64).double()
             member[marks] = False
-    if params.get("ties", "expected") == "expected":
-        correction = _tie_correction(sx, sy)
-        if correction is not None:
-            counts += correction.to(counts.device)
     return counts / (n * k)
 
 

@@ -416,3 +416,19 @@ def test_mutual_counts_equal_the_list_intersections(monkeypatch):
     assert torch.equal(combine_mutual(sx, sy, {}), want)
     monkeypatch.setattr(knn_module, "BLOCK_BYTES", 4000)  # blocks of a few samples
     assert torch.equal(combine_mutual(sx, sy, {}), want)
+
+
+def test_expected_counts_equal_the_listed_ones_without_ties_and_hold_in_small_blocks(monkeypatch):
+    """The weighted path (inclusion probabilities) gives the listed counts exactly where no row ties, and
+    the same grid whatever the block of samples, ties included."""
+    from platobench.metrics import knn as knn_module
+    from platobench.metrics.knn import _expected_counts, combine_mutual
+
+    g = torch.Generator().manual_seed(4)
+    sx = [knn_sets(torch.randn(150, 6, generator=g), 5) for _ in range(3)]
+    sy = [knn_sets(torch.randn(150, 4, generator=g), 5) for _ in range(2)]
+    assert torch.equal(_expected_counts(sx, sy) / (150 * 5), combine_mutual(sx, sy, {"ties": "lower_index"}))
+    tied = [knn_sets(torch.randint(-1, 2, (150, 2), generator=g).float(), 5) for _ in range(2)]
+    whole = combine_mutual([*sx, tied[0]], [*sy, tied[1]], {"ties": "expected"})
+    monkeypatch.setattr(knn_module, "BLOCK_BYTES", 6000)  # a few samples per block
+    assert torch.allclose(combine_mutual([*sx, tied[0]], [*sy, tied[1]], {"ties": "expected"}), whole, rtol=0, atol=1e-15)
