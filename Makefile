@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 WORKERS ?= 2
 XDIST   := -n $(WORKERS) --dist loadfile
 
-.PHONY: install test test-fast test-floors calibrate demo board bench lint clean
+.PHONY: install test test-fast test-floors calibrate calibrate-full demo board bench lint clean
 
 install: $(STAMP)  ## venv + Python deps + Debian demo data + prepared demo weights
 
@@ -26,10 +26,16 @@ test: install  ## the whole suite, slow real-model tests included (what CI runs)
 	$(PY) -m pytest -q $(XDIST) $(PYTEST_ARGS)
 
 test-fast: install  ## skip the tests marked slow
-	$(PY) -m pytest -q $(XDIST) -m "not slow and not calibration" $(PYTEST_ARGS)
+	$(PY) -m pytest -q $(XDIST) -m "not slow and not calibration and not calibration_full" $(PYTEST_ARGS)
 
-calibrate: install  ## interval coverage and permutation-test size on synthetic populations (CI, after test)
+calibrate: install  ## the sentinel calibration: one cell per interval scheme, the permutation test's size (CI, after test)
 	$(PY) -m pytest -q -n $(WORKERS) --dist load -m calibration $(PYTEST_ARGS)
+
+# By hand, whenever a statistic, interval scheme or metric changes: every cell on 1,000 datasets, then the
+# code's digest into docs/statistics.md (a test of `make test` fails while the page is older than the code).
+calibrate-full: install  ## every calibration cell on 1,000 datasets (about 40 min on 2 cores), then stamp docs/statistics.md
+	$(PY) -m pytest -q -n $(WORKERS) --dist load -m calibration_full $(PYTEST_ARGS)
+	$(PY) -m platobench.metrics.calibration --stamp docs/statistics.md
 
 # The floors venv shares the Debian data and the prepared demo weights ($PLATOBENCH_HOME) of `make install`.
 $(FLOORS_STAMP): pyproject.toml requirements-demo.txt scripts/install_python.sh scripts/floors.py
@@ -38,7 +44,7 @@ $(FLOORS_STAMP): pyproject.toml requirements-demo.txt scripts/install_python.sh 
 
 # Its own hypothesis example database: the one `make test` writes is in a newer hypothesis's format.
 test-floors: install $(FLOORS_STAMP)  ## the fast suite with the lowest version of every requirement (CI, after test)
-	HYPOTHESIS_STORAGE_DIRECTORY=$(FLOORS)/.hypothesis $(FLOORS)/bin/python -m pytest -q $(XDIST) -m "not slow and not calibration" $(PYTEST_ARGS)
+	HYPOTHESIS_STORAGE_DIRECTORY=$(FLOORS)/.hypothesis $(FLOORS)/bin/python -m pytest -q $(XDIST) -m "not slow and not calibration and not calibration_full" $(PYTEST_ARGS)
 
 demo: install  ## the main job on the offline demo (a slice of the offline board): no network, no GPU
 	$(PY) -m platobench run --pairs demo --settings demo --out results/offline

@@ -14,15 +14,25 @@ latent of its own. Known values:
   expected_at_n  the mean of the selected score over `truth_draws` independent datasets of the same N
                (Monte Carlo; its own standard error is reported and is a small fraction of the interval).
 Run `python -m platobench.metrics.calibration --help`; docs/statistics.md holds the figures.
+
+Two tiers (tests/metrics/test_calibration.py): `make calibrate` (CI) runs the *sentinel*, one cell per case
+on `SENTINEL_DATASETS` datasets, which a broken scheme cannot pass (`sentinel_passes`); `make calibrate-full`
+runs every cell on 1,000 datasets and then stamps docs/statistics.md with `code_digest()`, the digest of the
+code the figures describe (`CALIBRATED_CODE`, docstrings and comments left out), so that a test fails while
+the committed table is older than that code.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import dataclasses
+import hashlib
 import math
+import re
 import sys
 import time
+from pathlib import Path
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -256,6 +266,74 @@ def null_size(case: Case, n: int, datasets: int, *, alpha: float = 0.05, seed: i
     return NullSize(case.label, n, datasets, alpha, rejected, above_chance, above_mean)
 
 
+#: Datasets of one sentinel cell, and the misses (intervals that do not contain the known value) a sentinel
+#: cell allows: at least 2 and at most 22 of 200, coverage in [.89, .99]. A correct scheme (coverage .95)
+#: fails one cell with probability .0006 (binomial; .007 at .965, .013 at .93), so a sentinel run of 8 cells
+#: fails a correct suite with probability under 5%; the cells are seeded, so one that passed once passes
+#: every time on the same code. A broken scheme fails: coverage .85 in 94% of cells, .80 in all, .999 (an
+#: interval twice as wide) in 98%.
+SENTINEL_DATASETS = 200
+SENTINEL_MISSES = (2, 22)
+
+
+def sentinel_passes(misses: int, datasets: int = SENTINEL_DATASETS) -> bool:
+    """Whether a sentinel cell with `misses` of `datasets` intervals missing their known value passes."""
+    if datasets != SENTINEL_DATASETS:
+        raise ValueError(f"the sentinel's bounds are for {SENTINEL_DATASETS} datasets, got {datasets}")
+    return SENTINEL_MISSES[0] <= misses <= SENTINEL_MISSES[1]
+
+
+#: The code whose behaviour the committed calibration figures describe (docs/statistics.md): the metrics
+#: and their statistics, and the verdict rule the power figures are of. `code_digest` hashes it.
+CALIBRATED_CODE = (
+    "platobench/metrics/api.py", "platobench/metrics/cached_layers.py", "platobench/metrics/calibration.py",
+    "platobench/metrics/cca.py", "platobench/metrics/heldout.py", "platobench/metrics/kernel.py",
+    "platobench/metrics/knn.py", "platobench/metrics/knn_search.py", "platobench/metrics/linear_cka.py",
+    "platobench/metrics/preprocess.py", "platobench/metrics/procrustes.py", "platobench/metrics/products.py",
+    "platobench/metrics/registry.py", "platobench/metrics/resampling.py", "platobench/metrics/selection.py",
+    "platobench/metrics/stats.py", "platobench/metrics/validation.py", "platobench/bench/scoring.py",
+    "platobench/bench/verdict_power.py", "platobench/leaderboard/baselines.py", "platobench/leaderboard/paired.py",
+    "platobench/leaderboard/verdicts.py",
+)
+STAMP = re.compile(r"<!-- calibration digest: ([0-9a-f]{64}) -->")
+
+
+def _without_docstrings(source: str) -> str:
+    """The code of `source` as `ast.unparse` writes it, docstrings and comments left out: edits to prose
+    and formatting leave it unchanged."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.unparse(tree)
+
+
+def code_digest(root: Path | None = None) -> str:
+    """sha256 of `CALIBRATED_CODE` under `root` (default: this checkout), docstrings and comments left out."""
+    root = Path(__file__).resolve().parents[2] if root is None else root
+    h = hashlib.sha256()
+    for name in CALIBRATED_CODE:
+        h.update(name.encode() + b"\0" + _without_docstrings((root / name).read_text(encoding="utf-8")).encode() + b"\0")
+    return h.hexdigest()
+
+
+def stamped_digest(text: str) -> str | None:
+    """The digest a calibration stamp in `text` (docs/statistics.md) names, None without one."""
+    found = STAMP.search(text)
+    return found.group(1) if found else None
+
+
+def stamp(path: Path, digest: str) -> None:
+    """Write `digest` into the calibration stamp of `path` (added at the end when it has none)."""
+    text = path.read_text(encoding="utf-8")
+    line = f"<!-- calibration digest: {digest} -->"
+    text = STAMP.sub(line, text) if STAMP.search(text) else text.rstrip("\n") + "\n\n" + line + "\n"
+    path.write_text(text, encoding="utf-8")
+
+
 def _binomial_se(p: float, k: int) -> float:
     return math.sqrt(max(p * (1 - p), 1e-12) / k)
 
@@ -290,7 +368,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--null-intervals", action="store_true", help="on the null datasets, also count intervals "
                     "above the chance level and above the null mean (one interval per dataset more)")
     ap.add_argument("--null-datasets", type=int, default=200, help="datasets of the null-size column (0: skip)")
+    ap.add_argument("--stamp", type=Path, metavar="DOC", help="write this code's digest into DOC's calibration "
+                    "stamp and stop (`make calibrate-full` does, after its cells pass)")
     args = ap.parse_args(argv)
+    if args.stamp is not None:
+        stamp(args.stamp, code_digest())
+        print(f"{args.stamp}: calibration digest {code_digest()}")
+        return 0
     torch.set_num_threads(1)
     cases = []
     for spec in args.cases:

@@ -2,20 +2,28 @@
 (platobench/metrics/calibration.py; figures in docs/statistics.md).
 
 The fast tests check the known values themselves (closed-form CKA against a large sample, the null
-population's CKA is 0) and the counting. The `calibration` tests run the project's own `subsample_ci`
-on `DATASETS` = 1,000 datasets per coverage cell and `permutation_null` on `NULL_DATASETS` = 200, with
-the offline settings' sizes, and assert the coverage within [.93, .97] and the null rejection at
-alpha = .05 at most .07. 1,000 datasets, because the band is only a test at that size: an interval that
-covers exactly 95% lands in [.93, .97] in 86% of cells of 200 datasets (binomial sd .015) and in 99.7% of
-cells of 1,000 (sd .007); at 200, unbiased CKA measured .920 and .980 in cells where 1,000 datasets give
-.949 and .951. A cell known to lie outside the band is marked xfail(strict=True) with its measured
-figure: the suite says which intervals do not yet cover as they claim, and fails as soon as one of them
-changes. Every cell is one test, so `make calibrate` spreads them over its workers (`--dist load`).
+population's CKA is 0), the counting, the sentinel's own rule and the digest that ties the committed
+figures to the code. Two tiers of simulations:
+- `calibration_full` (`make calibrate-full`, by hand whenever a statistic, interval scheme or metric
+  changes; about 40 min on 2 cores): the project's own `subsample_ci` on `DATASETS` = 1,000 datasets per
+  coverage cell and `permutation_null` on `NULL_DATASETS` = 200, with the offline settings' sizes, asserting
+  the coverage within [.93, .97] and the null rejection at alpha = .05 at most .07. 1,000 datasets, because
+  the band is only a test at that size: an interval that covers exactly 95% lands in [.93, .97] in 86% of
+  cells of 200 datasets (binomial sd .015) and in 99.7% of cells of 1,000 (sd .007). A cell known to lie
+  outside the band is marked xfail(strict=True) with its measured figure. The make target then stamps
+  docs/statistics.md with the code's digest.
+- `calibration` (`make calibrate`, in CI): the sentinel, one in-band cell per case on 200 datasets (the first
+  200 of the full cell), which a correct scheme fails with probability under .013 and a broken one (coverage
+  .85 or a doubled width) passes with probability under .06 (`calibration.SENTINEL_MISSES`), and the
+  permutation test's size on 200 null datasets; a test of the sentinel itself shows a scheme with its
+  standard error halved failing it.
+Every cell is one test, so the make targets spread them over their workers (`--dist load`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,12 +32,16 @@ import torch
 from platobench.metrics import score
 from platobench.metrics.calibration import (
     CASES,
+    SENTINEL_DATASETS,
     Case,
     Population,
+    code_digest,
     coverage,
     known_value,
     make_population,
     null_size,
+    sentinel_passes,
+    stamped_digest,
 )
 
 DATASETS = 1000  # per coverage cell (module docstring)
@@ -127,11 +139,16 @@ def _cells() -> list:
     for case in CASES:
         for n in (256, 644):
             why = OUTSIDE_BAND.get((case.label, n))
-            marks = [pytest.mark.calibration]
+            marks = [pytest.mark.calibration_full]
             if why:
                 marks.append(pytest.mark.xfail(strict=True, reason=why))
             out.append(pytest.param(case, n, marks=marks, id=f"{case.key}-{n}"))
     return out
+
+
+def _sentinel_n(case: Case) -> int:
+    """The sentinel's cell of a case: N = 256 (flat spectrum) unless that cell lies outside the band, then 644."""
+    return 644 if (case.label, 256) in OUTSIDE_BAND else 256
 
 
 @pytest.mark.parametrize(("case", "n"), _cells())
@@ -141,6 +158,69 @@ def test_interval_covers_its_estimand(case: Case, n: int):
     assert BAND[0] <= cov.coverage <= BAND[1], (
         f"{case.label} at N={n}: coverage {cov.coverage:.3f} (truth below lo {cov.below}, above hi {cov.above} "
         f"of {cov.datasets}), known value {cov.truth.value:.4f} ({cov.truth.how})")
+
+
+@pytest.mark.calibration
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.key)
+def test_sentinel_cell_covers(case: Case):
+    torch.set_num_threads(1)
+    n = _sentinel_n(case)
+    cov = coverage(case, _population_for(n), n, SENTINEL_DATASETS)
+    assert sentinel_passes(cov.below + cov.above), (
+        f"sentinel {case.label} at N={n}: {cov.below + cov.above} of {cov.datasets} intervals miss "
+        f"(coverage {cov.coverage:.3f}): the interval scheme is broken, or run `make calibrate-full`")
+
+
+@pytest.mark.calibration
+def test_the_sentinel_fails_a_broken_scheme(monkeypatch):
+    """CKA's half-subset standard error halved (coverage about .70): the sentinel cell fails it."""
+    from platobench.metrics import stats
+
+    real = stats.subset_se
+    monkeypatch.setattr(stats, "subset_se", lambda *a, **k: 0.5 * real(*a, **k))
+    torch.set_num_threads(1)
+    case = next(c for c in CASES if c.label == "CKA, unbiased")
+    cov = coverage(case, _population_for(256), 256, SENTINEL_DATASETS)
+    assert cov.coverage < 0.85 and not sentinel_passes(cov.below + cov.above)
+
+
+def test_the_sentinel_rule_and_its_error_rates():
+    from scipy.stats import binom
+
+    from platobench.metrics.calibration import SENTINEL_MISSES
+
+    lo, hi = SENTINEL_MISSES
+    fails = lambda coverage: binom.cdf(lo - 1, SENTINEL_DATASETS, 1 - coverage) + binom.sf(hi, SENTINEL_DATASETS, 1 - coverage)  # noqa: E731
+    assert fails(0.95) < 0.001 and fails(0.93) < 0.015 and fails(0.965) < 0.01
+    assert fails(0.85) > 0.9 and fails(0.80) > 0.99 and fails(0.999) > 0.95
+    assert sentinel_passes(10) and not sentinel_passes(1) and not sentinel_passes(23)
+    with pytest.raises(ValueError, match="200 datasets"):
+        sentinel_passes(10, 100)
+
+
+def test_the_committed_calibration_describes_this_code():
+    """docs/statistics.md's figures were measured on the code they describe: `make calibrate-full` stamps the
+    digest of `calibration.CALIBRATED_CODE` (docstrings and comments left out) into the page."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "statistics.md").read_text(encoding="utf-8")
+    assert stamped_digest(page) == code_digest(), (
+        "the statistics code changed since the calibration in docs/statistics.md was measured: run "
+        "`make calibrate-full` (about 40 min on 2 cores), update the tables it prints, and commit the page with "
+        "its new digest")
+
+
+def test_the_digest_ignores_prose_and_sees_code(tmp_path):
+    from platobench.metrics import calibration
+
+    root = tmp_path
+    for name in calibration.CALIBRATED_CODE:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text('"""doc."""\n\ndef f(x):\n    """one."""\n    return x + 1  # a comment\n')
+    before = code_digest(root)
+    first = root / calibration.CALIBRATED_CODE[0]
+    first.write_text('"""another doc."""\n\n\ndef f(x):\n    """two."""\n    return x + 1\n')
+    assert code_digest(root) == before
+    first.write_text('"""doc."""\n\ndef f(x):\n    return x + 2\n')
+    assert code_digest(root) != before
 
 
 @pytest.mark.calibration
