@@ -6,7 +6,8 @@ interpreter; runs are interleaved (one of each per round) so that load on the ma
 `--src DIR` also times the package of another checkout (e.g. `git archive HEAD platobench | tar -x -C
 /tmp/old`), run from DIR so that `-m platobench` finds it first: a before/after figure.
 
-Usage: .venv/bin/python benchmarks/cli_startup.py [--repeats 7] [--src DIR]
+Usage: .venv/bin/python benchmarks/cli_startup.py [--repeats 7] [--src DIR] [--tiny]
+(`--tiny`: one repeat of the two baselines and `platobench --help` only.)
 Prints a markdown table: median wall seconds; "x pass" = median / `python -c pass`; "x torch" = median /
 `import torch` (< 1 is faster than importing torch alone); "heavy" = which of torch, scipy, transformers,
 matplotlib, pydantic, numpy the command imported.
@@ -23,6 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from tiny import parse_tiny
+
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("torch", "scipy", "transformers", "matplotlib", "pydantic", "numpy")
 PLATOBENCH = ["-m", "platobench"]
@@ -35,6 +38,7 @@ COMMANDS: dict[str, list[str]] = {
     "platobench data list": [*PLATOBENCH, "data", "list"],
     "platobench metrics": [*PLATOBENCH, "metrics"],
 }
+TINY_COMMANDS = ("python -c pass", 'python -c "import torch"', "platobench --help")
 
 
 def run_once(argv: list[str], env: dict[str, str], cwd: Path) -> float:
@@ -57,11 +61,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--src", type=Path, help="also time the platobench package of this checkout")
-    args = parser.parse_args()
+    args = parse_tiny(parser, repeats=1)
+    commands = {name: COMMANDS[name] for name in TINY_COMMANDS} if args.tiny else COMMANDS
     with tempfile.TemporaryDirectory() as home:
         env = {**os.environ, "PLATOBENCH_HOME": home, "OMP_NUM_THREADS": "1"}
         variants = {"": ROOT} if args.src is None else {"": ROOT, f" ({args.src.name})": args.src.resolve()}
-        jobs = {f"{name}{tag}": (argv, cwd) for tag, cwd in variants.items() for name, argv in COMMANDS.items()
+        jobs = {f"{name}{tag}": (argv, cwd) for tag, cwd in variants.items() for name, argv in commands.items()
                 if tag == "" or argv[:2] == PLATOBENCH}
         for argv, cwd in jobs.values():  # warm the file cache and .pyc files
             run_once(argv, env, cwd)

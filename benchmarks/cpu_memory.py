@@ -4,7 +4,8 @@ same run, same model, same input, each side in a process of its own (the tuning 
 Per model: seconds per batch (wall, user, system), the process's peak resident memory, and the largest
 absolute difference between the two sides' features (the tuning moves buffers, never values: expected 0).
 Usage: python benchmarks/cpu_memory.py [--models demo/efficientnet-lite0 demo/dinov2-s-imgfocus]
-       [--batch 32] [--repeats 3] [--threads 1]
+       [--batch 32] [--repeats 3] [--threads 1] [--tiny]
+(`--tiny`: the random-initialised EfficientNet-Lite0 baseline, no weights, on a batch of 2, one pass.)
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from tiny import parse_tiny
 
 
 def side(model: str, batch: int, repeats: int, threads: int, out: str) -> None:
@@ -53,7 +56,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--side", nargs=2, metavar=("MODEL", "OUT"), help=argparse.SUPPRESS)
-    args = ap.parse_args()
+    args = parse_tiny(ap, models=["baseline/random-init-efficientnet-lite0"], batch=2, repeats=1)
     if args.side:
         side(args.side[0], args.batch, args.repeats, args.threads, args.side[1])
         return

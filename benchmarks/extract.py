@@ -4,6 +4,7 @@ run, same model, same data, on CPU; plus warm-cache reuse.
 Baseline = what the PRH reference code does: text batches of 4 padded to the whole dataset's longest caption;
 images transformed one at a time in a Python loop, batches of 4. Features of both paths are compared.
 Usage: python benchmarks/extract.py [--limit 1024] [--text-model demo/smollm2-135m] [--vision-model demo/dinov2-s-imgfocus]
+       [--tiny]  (random-initialised baselines, no weights, on 8 samples)
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import time
 from pathlib import Path
 
 import torch
+from tiny import parse_tiny
 
 from platobench.data import get_dataset
 from platobench.encoders import load_encoder
@@ -64,7 +66,8 @@ def main() -> None:
     ap.add_argument("--vision-model", default="demo/dinov2-s-imgfocus")
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--workers", type=int, default=2)
-    args = ap.parse_args()
+    args = parse_tiny(ap, limit=8, text_model="baseline/random-init-minilm-l6",
+                      vision_model="baseline/random-init-efficientnet-lite0", batch_size=4, workers=0)
     zoo = load_zoo()
     ds = get_dataset(args.dataset, limit=args.limit)
     n = len(ds)

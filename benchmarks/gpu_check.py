@@ -31,7 +31,7 @@ for QKᵀ and AV over the T positions (the causal mask is not halved, as in PaLM
 norms, softmax and pooling are not counted.
 
     .venv/bin/python benchmarks/gpu_check.py --out /tmp/gpu_check          # full shapes on cuda
-    .venv/bin/python benchmarks/gpu_check.py --tiny --device cpu --out /tmp/gpu_check_tiny
+    .venv/bin/python benchmarks/gpu_check.py --tiny --device cpu [--out /tmp/gpu_check_tiny]
 """
 
 from __future__ import annotations
@@ -71,7 +71,8 @@ def environment(device: torch.device, dtype: torch.dtype) -> dict[str, Any]:
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", required=True, type=Path, help="folder for gpu_check.json (created)")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="folder for gpu_check.json (created; required except with --tiny, which prints only)")
     ap.add_argument("--shapes", choices=["full", "tiny"], default="full", help="problem sizes (default full)")
     ap.add_argument("--tiny", action="store_true", help="same as --shapes tiny (CPU test in seconds)")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu",
@@ -86,6 +87,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--repeats", type=int, default=5, help="timed calls per model shape and grid (default 5)")
     ap.add_argument("--knn-repeats", type=int, default=2, help="timed calls per kNN backend (default 2)")
     args = ap.parse_args(argv)
+    if args.out is None and not (args.tiny or args.shapes == "tiny"):
+        ap.error("--out is required (except at tiny shapes)")
     args.sections = [s for s in args.sections.split(",") if s]
     unknown = sorted(set(args.sections) - set(SECTIONS))
     if unknown or not args.sections:
@@ -100,7 +103,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the selected sections, print the JSON and write it to OUT/gpu_check.json; 1 if a section failed."""
+    """Run the selected sections, print the JSON and write it to OUT/gpu_check.json (when --out is given);
+    1 if a section failed."""
     from platobench.encoders.runtime import resolve_device, resolve_dtype
 
     args = parse(argv)
@@ -143,8 +147,9 @@ def main(argv: list[str] | None = None) -> int:
     report["total_s"] = time.perf_counter() - t0
     text = json.dumps(report, indent=1)
     print(text)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "gpu_check.json").write_text(text + "\n")
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "gpu_check.json").write_text(text + "\n")
     return 1 if failed else 0
 
 

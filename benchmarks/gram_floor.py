@@ -16,6 +16,7 @@ Numpy runs last: its OpenBLAS threads compete with torch's on the same cores.
 
     python benchmarks/gram_floor.py                     # 2 threads, N = 1024, 33x4096 vs 25x1024
     python benchmarks/gram_floor.py --width 1024        # every layer 1024 wide
+    python benchmarks/gram_floor.py --tiny              # N = 64, every layer 32 wide, one run each
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from threadpoolctl import threadpool_limits
+from tiny import parse_tiny
 
 ROOT = Path(__file__).resolve().parents[1]
 METRICS = {"cka": {"kernel": "linear", "estimator": "unbiased"}, "mutual_knn": {"k": 10}}
@@ -158,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=2, help="torch and BLAS threads (default 2)")
     ap.add_argument("--repeats", type=int, default=3, help="runs per engine, best kept (default 3)")
     ap.add_argument("--json", action="store_true", help="print JSON instead of markdown")
-    args = ap.parse_args(argv)
+    args = parse_tiny(ap, argv, n=64, width=32, repeats=1)
     torch.set_num_threads(args.threads)
     if args.worker:
         _worker(args.worker, args.n, args.width, args.grid_out)

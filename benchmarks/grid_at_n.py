@@ -9,6 +9,7 @@ least-squares slope of log time against log N.
 
     .venv/bin/python benchmarks/grid_at_n.py                                    # mutual_knn and cka, N = 1024, 4096, 16384
     .venv/bin/python benchmarks/grid_at_n.py --metrics cka --sizes 1024,4096
+    .venv/bin/python benchmarks/grid_at_n.py --tiny        # cka, N = 64 and 128, a 2 x 2 grid
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from layer_grid import RandomLayers  # noqa: E402  (the benchmark's own lazy layer generator)
+from tiny import parse_tiny  # noqa: E402
 
 PARAMS = {"mutual_knn": {"k": 10}, "cka": {"kernel": "linear", "estimator": "unbiased"}}
 
@@ -52,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--worker", nargs=2, default=None, help=argparse.SUPPRESS)  # metric, n: one child run
-    args = ap.parse_args(argv)
+    args = parse_tiny(ap, argv, sizes="64,128", metrics="cka", x_layers=2, y_layers=2)
     if args.worker:
         torch.set_num_threads(args.threads)
         print(json.dumps(one(args.worker[0], int(args.worker[1]), args.x_layers, args.y_layers)))

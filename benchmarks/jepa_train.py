@@ -16,6 +16,7 @@ the models run under bf16 autocast, as in training. Prints a markdown table; rat
 (pairs or documents) / vicreg+fused pairs/s.
 
     .venv/bin/python benchmarks/jepa_train.py [--size tiny] [--steps 20] [--rounds 3] [--batch-size 64]
+    .venv/bin/python benchmarks/jepa_train.py --tiny   # synthetic captions, batches of 4, one round of 2 steps
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import time
 
 import torch
 import torch.nn.functional as F
+from tiny import parse_tiny
 
 from platobench.experiments.jepa.checkpoint import load_tokenizer
 from platobench.experiments.jepa.losses import jepa_loss
@@ -108,7 +110,7 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--corpus", default="openclipart", help="training texts (default openclipart; e.g. wordnet)")
     parser.add_argument("--synthetic", action="store_true", help="synthetic captions instead of --corpus")
-    args = parser.parse_args()
+    args = parse_tiny(parser, steps=2, rounds=1, batch_size=4, synthetic=True)
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     data = corpus(args.corpus, args.synthetic)

@@ -8,6 +8,7 @@ squares in log-log) per metric. Both kNN backends must give the same score (they
 
     .venv/bin/python benchmarks/large_n.py                         # the full sweep, D = 1024
     .venv/bin/python benchmarks/large_n.py --sizes 1024,4096 --dim 256 --json
+    .venv/bin/python benchmarks/large_n.py --tiny         # N = 64 and 128, D = 16
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import time
 
 import numpy as np
 import torch
+from tiny import parse_tiny
 
 DEFAULT_SIZES = "1024,4096,16384,65536,100000"
 METRICS = {
@@ -70,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=2, help="torch threads of each worker process (default 2)")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)  # one size, in a child process
-    args = p.parse_args(argv)
+    args = parse_tiny(p, argv, sizes="64,128", dim=16)
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
     unknown = sorted(set(metrics) - set(METRICS))
     if unknown:

@@ -26,6 +26,7 @@ the number of layer pairs).
     .venv/bin/python benchmarks/layer_grid.py                  # both parts, part 2 at full scale
     .venv/bin/python benchmarks/layer_grid.py --part 2 --scale 0.1
     .venv/bin/python benchmarks/layer_grid.py --part 1 --threads 1 --repeats 3
+    .venv/bin/python benchmarks/layer_grid.py --tiny           # N = 64, part 2 at scale 0.02
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from collections.abc import Sequence
 import torch
 import torch.nn.functional as F
 from threadpoolctl import threadpool_limits
+from tiny import parse_tiny
 
 from platobench.metrics import layer_grid, summarize_layers
 from platobench.metrics.cached_layers import CachedLayers
@@ -298,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=2, help="part 1: floor, l2 and prh runs, best kept (default 2)")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     ap.add_argument("--json", action="store_true", help="print JSON instead of markdown")
-    args = ap.parse_args(argv)
+    args = parse_tiny(ap, argv, n=64, baseline_pairs=2, scale=0.02, repeats=1)
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     if not 0 < args.scale <= 1:

@@ -5,7 +5,7 @@ permuted through `Metric.extra["permute"]`) against the naive null that re-score
 from the features for every draw (`layer_grid` per draw, best pair inside each draw). The null values
 must agree to 1e-9; the table reports both times and the speed-up.
 
-Usage: .venv/bin/python benchmarks/permutation_null.py [--n 1024] [--draws 10] [--metrics cka mutual_knn]
+Usage: .venv/bin/python benchmarks/permutation_null.py [--n 1024] [--draws 10] [--metrics cka mutual_knn] [--tiny]
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import argparse
 import time
 
 import torch
+from tiny import parse_tiny
 
 from platobench.metrics import layer_grid
 from platobench.metrics.stats import permutation_null
@@ -38,7 +39,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=1024, help="samples N")
     ap.add_argument("--draws", type=int, default=10, help="permutation draws B")
     ap.add_argument("--metrics", nargs="+", default=["cka", "mutual_knn"])
-    args = ap.parse_args()
+    args = parse_tiny(ap, n=64, draws=2)
     latent = torch.randn(args.n, 16, generator=torch.Generator().manual_seed(0))
     xs = features(args.n, [768] * 6, 1, latent)
     ys = features(args.n, [512] * 4, 2, latent)

@@ -6,7 +6,8 @@ Baseline (measured in the same run): what platonic-rep does, one `torch.save` of
 a layer back with its checksum checked. Also timed: the openclipart catalogue, built by parsing ~7,000
 SVGs cold versus read from its cached JSON (what a warm `get_dataset("openclipart-1024")` costs).
 
-Usage: .venv/bin/python benchmarks/store.py [--repeats 3]
+Usage: .venv/bin/python benchmarks/store.py [--repeats 3] [--n 1024] [--tiny]
+(`--tiny`: N = 64, chunks of 16, one repeat, the catalogue left out: parsing its SVGs takes a minute.)
 Prints a markdown table (median wall seconds over repeats; ratio = baseline / platobench, > 1 is faster).
 """
 
@@ -21,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
+from tiny import parse_tiny
 
 from platobench.data import ids_hash, openclipart
 from platobench.features.store import FeatureKey, FeatureStore
@@ -39,9 +41,9 @@ def median_time(fn: Callable[[], object], repeats: int) -> float:
     return statistics.median(times)
 
 
-def bench_shape(layers: int, width: int, repeats: int, tmp: Path) -> dict[str, float]:
-    ids = [f"s{i:05d}" for i in range(N)]
-    stack = torch.randn(N, layers, width)
+def bench_shape(n: int, chunk: int, layers: int, width: int, repeats: int, tmp: Path) -> dict[str, float]:
+    ids = [f"s{i:05d}" for i in range(n)]
+    stack = torch.randn(n, layers, width)
     per_layer = [stack[:, i].contiguous() for i in range(layers)]
     counter = iter(range(10**6))
 
@@ -49,7 +51,7 @@ def bench_shape(layers: int, width: int, repeats: int, tmp: Path) -> dict[str, f
         store = FeatureStore(tmp / f"store{next(counter)}")
         key = FeatureKey("bench", "r", "float32", "mean", tuple(range(layers)), "bench", "r", ids_hash(ids))
         with store.writer(key, ids, range(layers), [width] * layers) as w:
-            for a, b in w.pending(CHUNK):
+            for a, b in w.pending(chunk):
                 w.write_chunk(a, [x[a:b] for x in per_layer])
             w.finalize()
         return store
@@ -79,13 +81,15 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args()
-    print(f"N={N}, chunks of {CHUNK}, float32; {os.cpu_count()} CPUs; median of {args.repeats}\n")
+    parser.add_argument("--n", type=int, default=N, help=f"samples per entry (default {N})")
+    parser.add_argument("--chunk", type=int, default=CHUNK, help=f"samples per chunk (default {CHUNK})")
+    args = parse_tiny(parser, repeats=1, n=64, chunk=16)
+    print(f"N={args.n}, chunks of {args.chunk}, float32; {os.cpu_count()} CPUs; median of {args.repeats}\n")
     print("| entry | op | platobench s | baseline s | ratio |")
     print("|---|---|---:|---:|---:|")
     with tempfile.TemporaryDirectory() as tmp:
         for name, (layers, width) in SHAPES.items():
-            r = bench_shape(layers, width, args.repeats, Path(tmp))
+            r = bench_shape(args.n, args.chunk, layers, width, args.repeats, Path(tmp))
             print(
                 f"| {name} | write (chunked, fsync, sha256) | {r['write']:.3f} | {r['write_base']:.3f} | "
                 f"{r['write_base'] / r['write']:.2f} |"
@@ -94,7 +98,7 @@ def main() -> None:
                 f"| {name} | warm read, all layers | {r['read']:.3f} | {r['read_base']:.3f} | "
                 f"{r['read_base'] / r['read']:.2f} |"
             )
-        if (openclipart.DEFAULT_ROOT / "svg").is_dir():
+        if not args.tiny and (openclipart.DEFAULT_ROOT / "svg").is_dir():
             os.environ["PLATOBENCH_HOME"] = tmp
             openclipart.catalogue.cache_clear()
             t0 = time.perf_counter()

@@ -9,7 +9,7 @@ against a baseline measured in the same run:
 Problem: X [N, 64] Gaussian with scales k^-1/2, Y = X Q + noise (Q a random rotation), rows of Y
 shuffled; cosine kernels. Accuracy is the share of rows matched to their planted partner.
 
-Usage: .venv/bin/python benchmarks/zeroshot.py [--repeats 3] [--noise 0.02]
+Usage: .venv/bin/python benchmarks/zeroshot.py [--repeats 3] [--noise 0.02] [--faq-n 100] [--gw-n 1000] [--tiny]
 Prints a markdown table (median wall and process CPU time over repeats). At --noise 0.05 the N=1000
 problem is harder: gw then stops in a local optimum (about half the rows right).
 """
@@ -26,6 +26,7 @@ import numpy as np
 import ot
 from scipy.optimize import quadratic_assignment
 from scipy.stats import ortho_group
+from tiny import parse_tiny
 
 from platobench.metrics.matching import blind_match, cosine_kernel, standardize_kernel
 
@@ -56,25 +57,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3, help="timed calls per row (median reported)")
     parser.add_argument("--noise", type=float, default=0.02, help="noise std of the planted copy")
-    args = parser.parse_args()
+    parser.add_argument("--faq-n", type=int, default=100, help="N of the faq problem (default 100; target at 100)")
+    parser.add_argument("--gw-n", type=int, default=1000, help="N of the gw problem (default 1000; target at 1000)")
+    args = parse_tiny(parser, repeats=1, faq_n=20, gw_n=40)
 
     rows = []
-    A, B, truth = planted_kernels(100, args.noise)
+    A, B, truth = planted_kernels(args.faq_n, args.noise)
     As, Bs = standardize_kernel(A), standardize_kernel(B)
     base = timed(lambda: quadratic_assignment(As, Bs, method="faq", options={"maximize": True}).col_ind, args.repeats)
     ours = timed(lambda: blind_match(A, B, solver="faq", seed=0).permutation, args.repeats)
-    rows.append(("faq", 100, "scipy QAP, 1 start", base, ours, truth, 1.0))
+    rows.append(("faq", args.faq_n, "scipy QAP, 1 start", base, ours, truth, 1.0))
 
-    A, B, truth = planted_kernels(1000, args.noise)
+    A, B, truth = planted_kernels(args.gw_n, args.noise)
     As, Bs = standardize_kernel(A), standardize_kernel(B)
-    p = np.full(1000, 1e-3)
+    p = np.full(args.gw_n, 1 / args.gw_n)
 
     def bare_gw() -> np.ndarray:
         return ot.gromov.gromov_wasserstein(As, Bs, p, p, loss_fun="square_loss").argmax(axis=1)
 
     base = timed(bare_gw, args.repeats)
     ours = timed(lambda: blind_match(A, B, solver="gw", seed=0).permutation, args.repeats)
-    rows.append(("gw", 1000, "POT GW, argmax rows", base, ours, truth, 5.0))
+    rows.append(("gw", args.gw_n, "POT GW, argmax rows", base, ours, truth, 5.0))
 
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"cpus: {os.cpu_count()}, load average (1 min) at end: {load:.1f}, noise {args.noise}, "

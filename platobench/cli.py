@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from platobench import __version__, paths
+from platobench.encoders.guard import isolating
 from platobench.errors import UserError
 from platobench.registry import Registry
 from platobench.zoo import python_code, remote_code
@@ -113,6 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         with paths.using_home(getattr(args, "home", None)), \
                 remote_code.allowed(getattr(args, "trust_remote_code", None) or ()), \
                 python_code.allowed(getattr(args, "trust_code", None) or ()), \
+                isolating(getattr(args, "isolate_encoders", False)), \
                 _datasets(getattr(args, "datasets_file", None) or ()):  # models named by the opt-ins, users' datasets
             return int(args.func(args) or 0)
     except BrokenPipeError:  # `platobench ... | head`: the reader left; stop quietly, as Unix tools do

@@ -16,6 +16,11 @@ called) may register into any registry, e.g. in a plugin's pyproject.toml::
 
 Lookups of unknown names raise `UserError` naming the closest registered name (difflib) and the others;
 listing takes a glob (`fnmatch`), as timm's `list_models` does, and keeps the registration order.
+
+Lookups are thread-safe: built-ins, plugins and lazy targets are imported under one lock shared by every
+registry (`_IMPORTING`), so a thread that looks up while another imports waits for the import to finish
+instead of finding the registry half filled (two `evaluate` calls in threads once failed so with
+"unknown metric"); a lookup from inside those imports, in the importing thread, goes through.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import difflib
 import fnmatch
 import importlib
 import importlib.metadata
+import threading
 from collections.abc import Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
@@ -34,6 +40,9 @@ T = TypeVar("T")
 #: The entry-point group of plugins (each a module or a callable that registers into the registries).
 ENTRY_POINT_GROUP = "platobench.plugins"
 _plugins_loaded = False
+#: Held while built-ins, plugins or a lazy target are imported: one re-entrant lock for every registry, so
+#: that a registry's import may look up another registry without two locks taken in opposite orders.
+_IMPORTING = threading.RLock()
 
 
 def did_you_mean(value: Any, options: Any) -> str:
@@ -43,15 +52,17 @@ def did_you_mean(value: Any, options: Any) -> str:
 
 
 def load_plugins() -> None:
-    """Import (or call) every `platobench.plugins` entry point, once per process."""
+    """Import (or call) every `platobench.plugins` entry point, once per process; another thread waits
+    until they are loaded."""
     global _plugins_loaded
-    if _plugins_loaded:
-        return
-    _plugins_loaded = True
-    for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-        loaded = entry.load()
-        if callable(loaded):
-            loaded()
+    with _IMPORTING:
+        if _plugins_loaded:  # loaded, or being loaded by this thread (a plugin's own lookups)
+            return
+        _plugins_loaded = True
+        for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+            loaded = entry.load()
+            if callable(loaded):
+                loaded()
 
 
 def resolve_target(target: str) -> Any:
@@ -75,7 +86,8 @@ class Registry(Generic[T]):
         self._builtins = tuple(builtins)
         self._entries: dict[str, T | str] = {}
         self._lazy: set[str] = set()
-        self._loaded = False
+        self._loaded = False  # set once the built-ins and plugins are imported
+        self._loading = False  # this registry's built-ins are being imported (by the thread holding _IMPORTING)
 
     def register(self, name: str, obj: T) -> T:
         """Add `obj` under `name`; ValueError when the name is taken: a plugin never silently replaces a
@@ -96,12 +108,19 @@ class Registry(Generic[T]):
         self._entries[name] = entry
 
     def _load(self) -> None:
+        """Import the built-ins and the plugins once; another thread's lookup waits until they are in."""
         if self._loaded:
             return
-        self._loaded = True
-        for module in self._builtins:
-            importlib.import_module(module)
-        load_plugins()
+        with _IMPORTING:
+            if self._loaded or self._loading:  # done by another thread, or a lookup from inside the imports
+                return
+            self._loading = True
+            try:
+                for module in self._builtins:
+                    importlib.import_module(module)
+                load_plugins()
+            finally:
+                self._loading, self._loaded = False, True
 
     def get(self, name: str) -> T:
         """The entry `name`; UserError naming the closest name and every registered one when there is none."""
@@ -110,8 +129,10 @@ class Registry(Generic[T]):
             raise UserError(f"unknown {self.kind} {name!r}{did_you_mean(name, self._entries)}; "
                             f"available: {sorted(self._entries)}")
         if name in self._lazy:
-            self._entries[name] = resolve_target(str(self._entries[name]))
-            self._lazy.discard(name)
+            with _IMPORTING:
+                if name in self._lazy:  # not resolved by another thread meanwhile
+                    self._entries[name] = resolve_target(str(self._entries[name]))
+                    self._lazy.discard(name)
         return self._entries[name]  # type: ignore[return-value]
 
     def names(self, pattern: str = "*") -> list[str]:

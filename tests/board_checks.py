@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 from platobench.bench import terminal_board
-from platobench.leaderboard.paired import record_ranks
+from platobench.leaderboard.boards import rank_records
 from platobench.results import ResultRecord
 
 
@@ -44,7 +44,8 @@ def assert_board_matches(board: dict[str, list[dict[str, Any]]], text: str | Non
             got = {k: row[k] for k in ("score", "ci", "chance", "null_mean", "calibrated", "p_value", "layers")}
             assert got == expected_row(by_key[(setting, row["x"], row["y"])])
         ordered = [by_key[(setting, row["x"], row["y"])] for row in rows]
-        assert [row["rank"] for row in rows] == record_ranks(ordered)
+        assert [(row["x"], row["y"], row["rank"]) for row in rows] == [
+            (r.record.x.name, r.record.y.name, r.rank) for r in rank_records(ordered)]
     if text is None:
         return
     tables = plain_tables(text)

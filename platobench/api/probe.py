@@ -21,6 +21,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -49,32 +50,77 @@ class ProbeScore:
         return self.score
 
 
-def _as_layers(features: Any, n: int) -> list[torch.Tensor]:
+class NonFiniteFeaturesError(UserError):
+    """Features hold NaN or infinite values: a measurement without a value (`AlignmentCallback` logs NaN)."""
+
+
+#: How the encoder guard (platobench/encoders/guard.py) names an encode function in its messages.
+ENCODE_FN = "probed by AlignmentProbe"
+
+
+def _as_tensor(value: Any, what: str) -> torch.Tensor:
+    """`value` (a tensor, or anything numpy reads as real numbers) as a tensor; UserError for booleans,
+    complex numbers, a tensor on the meta device or anything else, as `loader: python` encoders are checked
+    (platobench/encoders/python_loader.py)."""
+    if not isinstance(value, torch.Tensor):
+        try:
+            array = np.asarray(value)
+        except Exception:  # whatever the conversion raises, the value is not an array
+            array = None
+        if array is None or array.dtype.kind not in "iuf":
+            kind = type(value).__name__ if array is None else f"{type(value).__name__} of dtype {array.dtype}"
+            raise UserError(f"{what} is a {kind}; expected an array or tensor of real numbers")
+        return torch.as_tensor(array)
+    if value.is_complex() or value.dtype == torch.bool:
+        raise UserError(f"{what} has dtype {value.dtype}; expected real numbers")
+    if value.is_meta:
+        raise UserError(f"{what} is a tensor on the meta device (a shape without data: were the weights never "
+                        "loaded?); expected computed features")
+    return value
+
+
+def _as_layers(features: Any, n: int, what: str = "features") -> list[torch.Tensor]:
     """[N, D], [L, N, D] or a sequence of [N, D_l] (torch or numpy) -> float32 CPU layers, the dtype the
-    feature cache stores; UserError for another shape or row count."""
+    feature cache stores; UserError for another shape or row count, a layer of width 0 or values that are
+    not real numbers (`what` names the features in messages); NonFiniteFeaturesError for NaN or inf."""
     if isinstance(features, (torch.Tensor, np.ndarray)):
-        t = torch.as_tensor(features)
+        t = _as_tensor(features, what)
         if t.ndim == 2:
             layers = [t]
         elif t.ndim == 3:
             layers = list(t.unbind(0))
         else:
-            raise UserError(f"features must be [N, D], [L, N, D] or a list of [N, D_l] layers, got shape {tuple(t.shape)}")
+            raise UserError(f"{what} must be [N, D], [L, N, D] or a list of [N, D_l] layers, got shape {tuple(t.shape)}")
     elif isinstance(features, Sequence) and not isinstance(features, (str, bytes)) and len(features) > 0:
-        layers = [torch.as_tensor(x) for x in features]
+        layers = [_as_tensor(x, f"{what} layer {i}") for i, x in enumerate(features)]
     else:
-        raise UserError(f"features must be [N, D], [L, N, D] or a non-empty list of [N, D_l] layers, "
+        raise UserError(f"{what} must be [N, D], [L, N, D] or a non-empty list of [N, D_l] layers, "
                         f"got {type(features).__name__}")
     out = []
     for i, x in enumerate(layers):
         if x.ndim != 2 or x.shape[0] != n:
-            raise UserError(f"features layer {i} has shape {tuple(x.shape)}; expected [{n}, D] (one row per "
+            raise UserError(f"{what} layer {i} has shape {tuple(x.shape)}; expected [{n}, D] (one row per "
                             "probe sample, in the order of probe.ids)")
+        if x.shape[1] == 0:
+            raise UserError(f"{what} layer {i} has width 0 (shape {tuple(x.shape)}); every layer needs at least "
+                            "one feature")
         x = x.detach().to("cpu", torch.float32)
         if not bool(torch.isfinite(x).all()):
-            raise UserError(f"features layer {i} holds NaN or infinite values")
+            raise NonFiniteFeaturesError(f"{what} layer {i} holds NaN or infinite values")
         out.append(x.contiguous())
     return out
+
+
+def _check_like_first(layers: list[torch.Tensor], first: list[torch.Tensor], batch: int) -> None:
+    """UserError when batch `batch` of an encode function gave another number of layers or another width
+    than its first batch: the features of one model have one shape whatever the inputs."""
+    if len(layers) != len(first):
+        raise UserError(f"encode_fn returned {len(layers)} layers in batch {batch} but {len(first)} in batch 1; "
+                        "the number of layers must not depend on the inputs")
+    for i, (x, y) in enumerate(zip(layers, first)):
+        if x.shape[1] != y.shape[1]:
+            raise UserError(f"encode_fn's layer {i} has width {x.shape[1]} in batch {batch} but {y.shape[1]} in "
+                            "batch 1; the width must not depend on the inputs")
 
 
 class AlignmentProbe:
@@ -91,15 +137,15 @@ class AlignmentProbe:
         dataset: str | None = None,
         input: str | None = None,  # noqa: A002 -- the probe's input, as feature keys name it
         zoo: Any = None,
-        settings_files: Sequence[Any] = (),
-        datasets_files: Sequence[Any] = (),
+        settings_files: str | Path | Sequence[str | Path] = (),
+        datasets_files: str | Path | Sequence[str | Path] = (),
         limit: int | None = None,
         device: str = "cpu",
         batch_size: int = 32,
         workers: int = 2,
         progress: bool = False,
     ) -> None:
-        from platobench.bench.evaluation import as_zoo
+        from platobench.bench.evaluation import as_paths, as_zoo
         from platobench.bench.runner import job_inputs
         from platobench.bench.settings import Catalog
         from platobench.data.datasets_file import using
@@ -111,7 +157,7 @@ class AlignmentProbe:
         from platobench.metrics.validation import varying_layers
         from platobench.results.schema import input_modality
 
-        catalog = Catalog(tuple(settings_files))
+        catalog = Catalog(tuple(as_paths(settings_files, "settings_files")))
         if setting not in catalog.settings:
             raise UserError(f"AlignmentProbe: unknown setting {setting!r}; paired settings: "
                             f"{sorted(k for k, s in catalog.settings.items() if s.kind == 'paired')}")
@@ -127,7 +173,8 @@ class AlignmentProbe:
             chosen = chosen.model_copy(update={"dataset": dataset})
         self.setting = chosen
         self.reference = as_zoo(zoo).get(reference)
-        with using(datasets_files):  # the samples are read now: the dataset need not stay defined
+        datasets = as_paths(datasets_files, "datasets_files")
+        with using(datasets):  # the samples are read now: the dataset need not stay defined
             data = job_inputs(chosen, limit, {}).dataset
         side = 0 if self.reference.modality == "text" else 1  # the reference's side in a text x vision record
         ref_input = chosen.input_for(side, self.reference.modality)
@@ -172,14 +219,25 @@ class AlignmentProbe:
 
     def encode(self, encode_fn: EncodeFn) -> list[torch.Tensor]:
         """`encode_fn` applied to the inputs in batches of `batch_size` under `torch.no_grad()`; each call
-        returns [B, D], [L, B, D] or a sequence of per-layer [B, D_l] -> per-layer [N, D_l] float32 features."""
+        returns [B, D], [L, B, D] or a sequence of per-layer [B, D_l] -> per-layer [N, D_l] float32 features.
+        Each batch is copied before the next call (`encoders.base.owned`: a view of a buffer the function
+        reuses would otherwise become the last batch). Each call runs under the encoder guard of `loader:
+        python` encoders (platobench/encoders/guard.py: what it prints goes to stderr, `sys.exit()` raises
+        EncoderExitError) and its output is checked as theirs is, each batch against the first (the number
+        of layers and their widths)."""
+        from platobench.encoders.base import owned
+        from platobench.encoders.guard import encoder_call
+
         n, chunks = len(self.dataset), []
         with torch.no_grad():
-            for start in range(0, n, self.batch_size):
+            for number, start in enumerate(range(0, n, self.batch_size), 1):
                 batch = self.inputs(start, start + self.batch_size)
-                chunks.append(_as_layers(encode_fn(batch), len(batch)))
-        if len({len(c) for c in chunks}) != 1:
-            raise UserError("encode_fn returned a different number of layers for different batches")
+                with encoder_call(ENCODE_FN, f"encode of batch {number} ({len(batch)} inputs)", None):
+                    out = encode_fn(batch)
+                layers = owned(_as_layers(out, len(batch), f"encode_fn's output for batch {number}"))
+                if chunks:
+                    _check_like_first(layers, chunks[0], number)
+                chunks.append(layers)
         return [torch.cat([c[i] for c in chunks]) for i in range(len(chunks[0]))]
 
     def score(self, model: EncodeFn | Any) -> ProbeScore:

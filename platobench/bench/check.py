@@ -57,11 +57,13 @@ from platobench.bench.check_fields import (
 from platobench.bench.jobs import entry_digests, score_job
 from platobench.bench.protocols import scorer_for
 from platobench.bench.run_command import add_catalog_options
+from platobench.bench.setting_rules import UnscorableSamplesError
 from platobench.bench.settings import Catalog, Setting
 from platobench.cli_options import add_device_option, add_json_option
 from platobench.errors import UserError
 from platobench.files.ids import shown
 from platobench.leaderboard.consistency import inconsistencies
+from platobench.leaderboard.flags import record_flags
 from platobench.registry import Registry
 from platobench.results import ResultRecord, load_records_checked
 from platobench.zoo import zoo_from_args
@@ -177,6 +179,10 @@ class Checker:
             lang, vis = self.zoo.get(record.x.name), self.zoo.get(record.y.name)
             job_in = self.inputs(setting, record, (lang, vis))
             a, b = self.features(lang, job_in.x), self.features(vis, job_in.y)
+        except UnscorableSamplesError as exc:  # the record states a score its setting cannot have on its samples
+            out.mismatches.append(Mismatch("setting_config", shown(record.provenance.setting_config), str(exc)))
+            out.status = "invalid"
+            return out, None
         except UserError as exc:
             out.reason = str(exc)
             return out, None
@@ -255,6 +261,8 @@ def run_check(records: list[ResultRecord], checker: Checker, tol: float, *, prog
             layers, note = chosen_layers(record, new, own_tol)
             out.mismatches += [layers] if layers is not None else []
             out.notes += [note] if note else []
+            out.flags = record_flags(new)
+            out.notes += [f"flagged on the board: {', '.join(out.flags)}"] if out.flags else []
             out.status = "moved" if any(d.moved(own_tol) for d in out.diffs) else "ok"
             recomputed[id(record)] = new
         out.mismatches += [Mismatch("record", "contradicts itself", why) for why in inconsistencies(record)]

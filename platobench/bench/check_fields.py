@@ -10,7 +10,7 @@ own consistency ties those to its draws, platobench/leaderboard/consistency.py) 
 tests read from them (`platobench check` recomputes each record's verdict against its recomputed controls).
 Everything else is stated, not measured, and must equal exactly what would be run (`mismatches` ->
 `Mismatch`): the setting id and kind, the metric (id, resolved params, preprocessing, selection,
-direction), each model's name, revision, size, kind and disclosures (`trained_on`, `fitted_on_eval`), the dataset's name, revision, n and fingerprint,
+direction), each model's name, revision, size, kind, loader and disclosures (`trained_on`, `fitted_on_eval`), the dataset's name, revision, n and fingerprint,
 the null's draws and seed, the interval's method and estimand, and the chosen layers (`chosen_layers`, which allows only a near tie).
 """
 
@@ -30,8 +30,8 @@ STAT_DETAIL_FIELDS = ("null.std", "null.p_value", "ci.level", "ci.rate")
 EXACT_FIELDS = (
     "setting", "kind", "metric.id", "metric.params", "metric.preprocess", "metric.selection",
     "metric.higher_is_better", "x.name", "x.revision", "x.params_m", "x.kind", "x.modality", "x.input",
-    "x.trained_on", "x.fitted_on_eval", "y.name", "y.revision", "y.params_m", "y.kind", "y.modality", "y.input",
-    "y.trained_on", "y.fitted_on_eval", "dataset.name", "dataset.revision",
+    "x.loader", "x.trained_on", "x.fitted_on_eval", "y.name", "y.revision", "y.params_m", "y.kind", "y.modality",
+    "y.input", "y.loader", "y.trained_on", "y.fitted_on_eval", "dataset.name", "dataset.revision",
     "dataset.n", "dataset.fingerprint",
 )
 # compared where both sides have a null / an interval: how the interval was made and what it is for are
@@ -40,6 +40,8 @@ EXACT_STAT_FIELDS = ("null.n_perm", "null.seed", "ci.method", "ci.estimand", "ci
 STATED_SINCE_DRAWS = frozenset({"ci.scheme", "ci.subset_size"})  # absent from records written before the draws
 # a held-out record's measured values besides its score (details.heldout_selection), compared as scores are
 HELDOUT_FIELDS = ("in_sample", "full_grid_best.score")
+# measured values of a paired record's details that a board reads (its flags), compared as scores are
+DETAIL_FIELDS = ("copy_cka",)
 SETTING_IGNORED = frozenset({"description"})  # a setting's fields that are not part of the protocol
 
 
@@ -103,7 +105,7 @@ def compare(old: ResultRecord, new: ResultRecord, *, statistics: bool = True) ->
         fields += [*STAT_FIELDS, *(f for f in STAT_DETAIL_FIELDS if _both(old, new, f))]
     diffs = [_diff(f, _number(old, f), _number(new, f)) for f in fields]
     diffs = [d for d in diffs if d.recorded is not None or d.recomputed is not None]
-    diffs += _heldout_diffs(old, new) + _tie_diffs(old, new)
+    diffs += _heldout_diffs(old, new) + _tie_diffs(old, new) + _detail_diffs(old, new)
     if old.grid is not None or new.grid is not None:
         if old.grid is None or new.grid is None or [len(r) for r in old.grid] != [len(r) for r in new.grid]:
             shape = lambda g: None if g is None else f"{len(g)}x{len(g[0])}"
@@ -125,6 +127,13 @@ def _heldout_diffs(old: ResultRecord, new: ResultRecord) -> list[Diff]:
         return []
     paths = [*HELDOUT_FIELDS, *(f"folds.{i}.{k}" for i in range(2) for k in ("score", "in_sample"))]
     return [_diff(f"details.heldout_selection.{p}", _heldout_number(a, p), _heldout_number(b, p)) for p in paths]
+
+
+def _detail_diffs(old: ResultRecord, new: ResultRecord) -> list[Diff]:
+    """`DETAIL_FIELDS` where either record states them (a record that does not state what the other does
+    has moved: its flag would be missing)."""
+    out = [_diff(f"details.{f}", _heldout_number(old.details, f), _heldout_number(new.details, f)) for f in DETAIL_FIELDS]
+    return [d for d in out if d.recorded is not None or d.recomputed is not None]
 
 
 def _tie_diffs(old: ResultRecord, new: ResultRecord) -> list[Diff]:
@@ -211,6 +220,7 @@ class Outcome:
     mismatches: list[Mismatch] = field(default_factory=list)
     layers: tuple[Any, Any] | None = None  # (recorded, recomputed) chosen layers
     verdict: tuple[str, str] | None = None  # (recorded, recomputed) verdict against the matched controls
+    flags: list[str] = field(default_factory=list)  # the recomputed record's board flags (leaderboard/flags.py)
     notes: list[str] = field(default_factory=list)
 
     @property

@@ -9,9 +9,10 @@ In the spirit of `mteb.evaluate` and `lm_eval.simple_evaluate`.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,34 @@ def _joined(value: str | Sequence[str], what: str) -> str:
     if not isinstance(value, Sequence) or not all(isinstance(v, str) for v in value):
         raise UserError(f"{what} must be a string or a list of strings, got {type(value).__name__}")
     return ",".join(value)
+
+
+def as_paths(value: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], what: str) -> list[Path]:
+    """`value` as a list of paths: one path (a string or a Path) is a list of one, not the characters of
+    the string; UserError, naming argument `what`, for anything else."""
+    items = [value] if isinstance(value, (str, os.PathLike)) else _items(value)
+    if items is None or not all(isinstance(v, (str, os.PathLike)) for v in items):
+        raise UserError(f"{what} must be a path or a list of paths, got {type(value).__name__}")
+    return [Path(v) for v in items]
+
+
+def as_names(value: str | Iterable[str] | None, what: str) -> list[str] | None:
+    """`value` (model names or globs) as a list: one name is a list of one, not the characters of the
+    string (each of which would be a pattern, "*" trusting every model); None stays None; UserError, naming
+    argument `what`, for anything else."""
+    if value is None:
+        return None
+    items = [value] if isinstance(value, str) else _items(value)
+    if items is None or not all(isinstance(v, str) for v in items):
+        raise UserError(f"{what} must be a model name or a list of them, got {type(value).__name__}")
+    return items
+
+
+def _items(value: object) -> list[object] | None:
+    """The items of an iterable other than a string or bytes, else None."""
+    if isinstance(value, (str, bytes, bytearray)) or not isinstance(value, Iterable):
+        return None
+    return list(value)
 
 
 def as_zoo(zoo: Zoo | str | Path | Sequence[str | Path] | None) -> Zoo:
@@ -123,8 +152,8 @@ def evaluate(
     settings: str | Sequence[str],
     *,
     zoo: Zoo | str | Path | Sequence[str | Path] | None = None,
-    settings_files: Sequence[str | Path] = (),
-    datasets_files: Sequence[str | Path] = (),
+    settings_files: str | Path | Sequence[str | Path] = (),
+    datasets_files: str | Path | Sequence[str | Path] = (),
     out: str | Path | None = None,
     limit: int | None = None,
     device: str = "cpu",
@@ -135,19 +164,19 @@ def evaluate(
     skip_existing: bool = False,
     yes: bool = False,
     progress: bool = True,
-    trust_remote_code: Sequence[str] | None = None,
-    trust_code: Sequence[str] | None = None,
+    trust_remote_code: str | Sequence[str] | None = None,
+    trust_code: str | Sequence[str] | None = None,
 ) -> Results:
     """Run `pairs` x `settings` as `platobench run` does and return the `Results`.
 
     `pairs`: pair sets and/or "X:Y" zoo names of any two modalities (a comma-separated string or a list);
     `settings`: setting ids or groups; `zoo`: a `Zoo` or extra zoo file(s); `settings_files`: extra
-    settings YAML; `datasets_files`: datasets files of your own (`platobench.data.datasets_file`), which
-    the settings may name; `out`: the results folder (records there whose inputs are unchanged are reused; None:
+    settings YAML file(s); `datasets_files`: datasets file(s) of your own (`platobench.data.datasets_file`),
+    which the settings may name; `out`: the results folder (records there whose inputs are unchanged are reused; None:
     a temporary folder, removed afterwards, so nothing is reused or kept but the feature cache); `limit`
     and the rest as the options of `platobench run`. `trust_remote_code` / `trust_code`: models allowed to
-    run their own code (None: those already allowed, e.g. by the command line). A failing pair does not
-    lose the others: it is in `failed`."""
+    run their own code, a name or glob or a list of them (None: those already allowed, e.g. by the command
+    line). A failing pair does not lose the others: it is in `failed`."""
     from platobench.bench.runner import RunOptions, execute
     from platobench.bench.settings import Catalog
     from platobench.data.datasets_file import using
@@ -155,14 +184,17 @@ def evaluate(
     from platobench.results import load_record
     from platobench.zoo import python_code, remote_code
 
+    settings_paths = as_paths(settings_files, "settings_files")
+    datasets_paths = as_paths(datasets_files, "datasets_files")
+    remote_names, code_names = as_names(trust_remote_code, "trust_remote_code"), as_names(trust_code, "trust_code")
     with ExitStack() as stack:
-        stack.enter_context(using(datasets_files))
-        catalog = Catalog(tuple(Path(f) for f in settings_files))
+        stack.enter_context(using(datasets_paths))
+        catalog = Catalog(tuple(settings_paths))
         jobs = plan_jobs(pairs, settings, catalog, as_zoo(zoo), limit)
-        if trust_remote_code is not None:
-            stack.enter_context(remote_code.allowed(trust_remote_code))
-        if trust_code is not None:
-            stack.enter_context(python_code.allowed(trust_code))
+        if remote_names is not None:
+            stack.enter_context(remote_code.allowed(remote_names))
+        if code_names is not None:
+            stack.enter_context(python_code.allowed(code_names))
         folder = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="platobench-evaluate-"))
         if out is None:
             stack.callback(shutil.rmtree, folder, True)

@@ -92,10 +92,13 @@ class PairedProtocol(Protocol):
     def job_inputs(self, setting: Setting, built: Any, reads: tuple[str, str],
                    pair: tuple[ModelSpec, ModelSpec] | None) -> JobInputs:
         """Both sides read `built`, each caption checked to exist for every sample (UserError naming the pair
-        otherwise); on an ids-only dataset both sides must be `loader: features` entries."""
+        otherwise); on an ids-only dataset both sides must be `loader: features` entries; the setting must
+        be able to score the samples `built` holds (`setting_rules.check_dataset_size`)."""
         from platobench.bench.jobs import JobInputs, SideInputs
+        from platobench.bench.setting_rules import check_dataset_size
         from platobench.data.base import IdsDataset
 
+        check_dataset_size(setting, len(built))
         names = side_names(pair)[1]
         if isinstance(built, IdsDataset):  # no images or captions here: only embeddings read by sample id
             models = [] if pair is None else [spec.name for spec in pair if spec.loader != "features"]

@@ -230,20 +230,22 @@ def record_up_to_date(path: Path, inputs: dict[str, Any], setting: Setting, limi
     limit that cut nothing gives the full run's entries, but the record must not keep a stale mark), its
     interval was drawn as this version draws it (`stats.interval_scheme`: an older version's scheme
     is not this version's interval), its metric's resolved parameters are this version's (a parameter a
-    version adds, such as mutual kNN's `ties`, changes what the score is), and it restates the `pair`'s
-    disclosures (`trained_on`, `fitted_on_eval`) as the zoo states them now."""
+    version adds, such as mutual kNN's `ties`, changes what the score is), a paired record states what its
+    board's flags read (`details.copy_cka`), and it restates the `pair`'s loaders and disclosures
+    (`trained_on`, `fitted_on_eval`) as the zoo states them now."""
     if not path.is_file():
         return False
     try:
         old = load_record(path)
     except UserError:
         return False
-    disclosed = all((side.trained_on, side.fitted_on_eval)
-                    == (None if spec.trained_on is None else list(spec.trained_on), spec.fitted_on_eval)
-                    for side, spec in zip((old.x, old.y), pair))
+    restated = all((side.loader, side.trained_on, side.fitted_on_eval)
+                   == (spec.loader, None if spec.trained_on is None else list(spec.trained_on), spec.fitted_on_eval)
+                   for side, spec in zip((old.x, old.y), pair))
+    flagged = old.kind != "paired" or "copy_cka" in old.details
     return (old.provenance.inputs == inputs and old.provenance.setting_config == setting.model_dump(mode="json")
             and old.provenance.limit == limit and not _stale_interval(old, setting) and not _stale_params(old, setting)
-            and disclosed)
+            and restated and flagged)
 
 
 def _stale_params(old: ResultRecord, setting: Setting) -> bool:

@@ -100,7 +100,7 @@ def rounding_sensitivity(
 
 def model_ref(spec: ModelSpec, revision: str | None = None) -> ModelRef:
     return ModelRef(name=spec.name, revision=revision or spec.revision, params_m=spec.params_m, kind=spec.kind,
-                    trained_on=None if spec.trained_on is None else list(spec.trained_on),
+                    loader=spec.loader, trained_on=None if spec.trained_on is None else list(spec.trained_on),
                     fitted_on_eval=spec.fitted_on_eval)
 
 
@@ -221,6 +221,7 @@ def _paired_record(
             **({} if fit is None else {"heldout_selection": _heldout_details(fit, grid, rows, cols, metric.higher_is_better,
                                                                              [len(r) for r in split.rows])}),
             **({"tie_share": _tie_shares(summaries, rows, cols, shape)} if metric.neighbour_sets else {}),
+            "copy_cka": copy_cka(x_layers, y_layers),
             "excluded_layers": {
                 "x": [i for i in range(shape[0]) if i not in rows],
                 "y": [j for j in range(shape[1]) if j not in cols],
@@ -231,6 +232,16 @@ def _paired_record(
         },
         runtime_s=round(time.perf_counter() - t0, 3),
     )
+
+
+def copy_cka(x_layers: Sequence[torch.Tensor], y_layers: Sequence[torch.Tensor]) -> float:
+    """The largest linear CKA (biased, of the features as cached: invariant to rotation, isotropic scale and
+    translation) between any layer of one side and any of the other, in [0, 1]: 1 when one side's layer is
+    the other's up to rotation and scale, the copy a board flags (platobench/leaderboard/flags.py)."""
+    from platobench.metrics import layer_grid
+
+    grid = layer_grid("cka", list(x_layers), list(y_layers), kernel="linear", estimator="biased")
+    return round(float(grid.max()), 6)
 
 
 def _tie_shares(summaries: LayerSummaries, rows: list[int], cols: list[int], shape: tuple[int, int]

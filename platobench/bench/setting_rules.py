@@ -1,6 +1,7 @@
 """The rules a setting must follow beyond its field types, checked when it is built (so when a settings
 file is loaded): the metric, its parameters and the preprocessing of a paired setting against the metric
-registry; the fields a zero-shot setting really uses; and the smallest --limit each setting can score.
+registry; the fields a zero-shot setting really uses; the smallest --limit each setting can score; and,
+when its jobs are planned, whether it can score the samples its dataset holds.
 
 Every function raises UserError with a short message (the settings loader adds the file and the setting).
 The metric modules (and torch) are imported on the first check, not with this module: the CLI's start-up
@@ -129,6 +130,21 @@ def _check_samples(setting: Setting, n: int) -> None:
             except UserError as exc:
                 raise UserError(f"its interval subsets of {size} samples are too small"
                                 f"{' (halves of ' + str(scored) + ')' if heldout else ''}: {exc}") from None
+
+
+class UnscorableSamplesError(UserError):
+    """A setting cannot score the samples its dataset holds (`check_dataset_size`)."""
+
+
+def check_dataset_size(setting: Setting, n: int) -> None:
+    """UserError unless paired `setting` can score the `n` samples its dataset holds as read (after any
+    --limit): checked when its jobs are planned, before any model runs (a dataset of 1 sample under k = 5,
+    held-out halves too small for k), since a datasets file's size is known only once it is read."""
+    try:
+        _check_samples(setting, n)
+    except UserError as exc:
+        raise UnscorableSamplesError(f"setting {setting.id} ({setting.metric}) cannot score the {n} samples of "
+                                     f"dataset {setting.dataset}: {exc}") from None
 
 
 def check_limit(settings: list[Setting], limit: int | None, flag: str = "--limit") -> None:

@@ -12,8 +12,10 @@
    Entries that do not disclose `trained_on` and `fitted_on_eval` are asked for them (`disclosure_requests`);
 2. mock pass on a few paired samples (the first paired setting's dataset, else openclipart-1024): the
    encoder loads, returns one [B, D_l] float32 tensor per zoo layer with the widths it declares, no
-   NaN/inf, not every layer the same vector for every sample, and the same values when the same batch is
-   encoded twice (determinism: no dropout left on, no sampling) — any of these fails the submission. Per
+   NaN/inf, not every layer the same vector for every sample, the same values when the same batch is
+   encoded twice (determinism: no dropout left on, no sampling), and the same features of each sample when
+   the samples are encoded in halves instead of one batch (no normalisation over the batch: the batch size
+   is not in the feature-cache key) — any of these fails the submission. Per
    layer it warns, with counts, of rows that are exactly zero, duplicate rows and a near-constant layer
    (platobench/bench/feature_health.py), which score but badly;
 3. run the chosen settings (default: the offline `demo` group) against the references of a pair set — the
@@ -48,7 +50,8 @@ from platobench.data import DEFAULT_PAIRED, get_dataset
 from platobench.encoders.guard import add_timeout_option
 from platobench.errors import UserError
 from platobench.leaderboard.consistency import consistent_records
-from platobench.results import load_record, load_records, record_path
+from platobench.leaderboard.flags import COPY_CKA
+from platobench.results import ResultRecord, load_record, load_records, record_path
 from platobench.zoo import load_zoo, python_code, read_zoo_file
 
 if TYPE_CHECKING:  # torch (encoders, features, runner) loads in the mock pass and the run, not for `--help`
@@ -60,6 +63,12 @@ if TYPE_CHECKING:  # torch (encoders, features, runner) loads in the mock pass a
     from platobench.zoo import ModelSpec, Zoo
 
 DETERMINISM_RTOL, DETERMINISM_ATOL = 1e-5, 1e-6
+#: The largest difference allowed between a layer's features of the mock samples encoded in one batch and
+#: in halves, as a share of the layer's spread over the samples (`batch_difference`): above the rounding of
+#: other batch shapes and padding (measured on 16 tuxpaint samples on the CPU: at most 1e-6 for the demo
+#: models in float32, 1.7e-2 in bfloat16, SmolLM2-135M's last layer), below what normalising over the batch
+#: changes (tens of percent; a test encoder whose last token met its padding: 9-12%).
+BATCH_RTOL = 0.05
 MOCK_SAMPLES = 16  # enough distinct inputs for zero and duplicate rows to show
 
 
@@ -92,6 +101,7 @@ class MockReport:
     layers: list[int]
     widths: list[int]
     max_repeat_diff: float
+    max_batch_diff: float  # the largest `batch_difference` of a layer, one batch against halves
     seconds: float
     flags: list[LayerFlag] = field(default_factory=list)  # warnings: zero / duplicate rows, near-constant layers
 
@@ -103,8 +113,10 @@ class MockReport:
         return {**self.__dict__, "flags": [flag.as_dict() for flag in self.flags], "warnings": self.warnings}
 
 
-def _encode(encoder: Any, dataset: Any, n: int, caption_index: int, encoder_timeout: float | None
-            ) -> list[torch.Tensor]:
+def _encode(encoder: Any, dataset: Any, n: int, caption_index: int, encoder_timeout: float | None,
+            batch_size: int) -> list[torch.Tensor]:
+    """The features of the first `n` samples of `dataset`, encoded in batches of `batch_size` as extraction
+    encodes them (each batch copied before the next call)."""
     from platobench.encoders.precomputed import EmbeddingFile
     from platobench.features.extract import encode_images, encode_texts
 
@@ -112,15 +124,33 @@ def _encode(encoder: Any, dataset: Any, n: int, caption_index: int, encoder_time
         prompt = f"caption:{caption_index}" if encoder.spec.modality == "text" else "image"
         return encoder.rows(encoder.positions(dataset.name, list(dataset.ids[:n]), prompt, sample=True))
     if encoder.spec.modality == "text":
-        return encode_texts(encoder, dataset.captions(caption_index)[:n], batch_size=n, encoder_timeout=encoder_timeout)
-    return encode_images(encoder, dataset, range(n), batch_size=n, num_workers=0, encoder_timeout=encoder_timeout)
+        return encode_texts(encoder, dataset.captions(caption_index)[:n], batch_size=batch_size,
+                            encoder_timeout=encoder_timeout)
+    return encode_images(encoder, dataset, range(n), batch_size=batch_size, num_workers=0,
+                         encoder_timeout=encoder_timeout)
+
+
+def batch_difference(whole: torch.Tensor, parts: torch.Tensor) -> float:
+    """How far `parts` (a layer's [N, D] features of N samples encoded in several batches) is from `whole`
+    (the same samples in one batch): the Frobenius norm of the difference over that of `whole`'s deviation
+    from its mean row, the spread the metrics compare (0: equal; inf for a difference on a constant layer)."""
+    spread = float((whole - whole.mean(dim=0)).norm())
+    diff = float((whole - parts).norm())
+    return diff / spread if spread > 0 else (0.0 if diff == 0 else float("inf"))
+
+
+def halves(n: int) -> int:
+    """The batch size of the mock pass's second batching: half of its `n` samples (rounded up)."""
+    return (n + 1) // 2
 
 
 def check_outputs(spec: ModelSpec, encoder: Any, first: list[torch.Tensor], second: list[torch.Tensor],
-                  n: int) -> tuple[float, list[LayerFlag]]:
+                  n: int, batched: list[torch.Tensor]) -> tuple[float, float, list[LayerFlag]]:
     """Problems of a mock pass as one UserError (layers, widths, shapes, dtype, NaN, every layer collapsed,
-    determinism); when there is none, returns the largest absolute difference between the two passes and
-    the layers flagged for zero rows, duplicate rows or near-constant features (warnings, feature_health)."""
+    determinism, batch dependence); `first` and `second` encode the `n` samples in one batch, `batched` in
+    batches of `halves(n)`. When there is no problem, returns the largest absolute difference between the
+    two passes, the largest `batch_difference` and the layers flagged for zero rows, duplicate rows or
+    near-constant features (warnings, feature_health)."""
     import torch
 
     from platobench.bench.feature_health import layer_flags
@@ -158,9 +188,35 @@ def check_outputs(spec: ModelSpec, encoder: Any, first: list[torch.Tensor], seco
     if checked and sum(f.near_constant for f in flags) == len(checked):
         problems.append(f"every layer gives the same vector for every sample, up to float rounding (collapsed "
                         f"features: {'; '.join(f.message() for f in flags)}); nothing would be left to score")
+    constant = {f.layer for f in flags if f.near_constant}  # its spread is rounding: no scale to compare with
+    varying = {layer: a for layer, a in checked.items() if layer not in constant}
+    by_layer = dict(zip(encoder.layer_ids, batched))
+    batch_worst, batch_problems = _batch_dependence(varying, by_layer, n)
+    problems += batch_problems
     if problems:
         raise UserError(f"mock pass of {spec.name} failed:\n  " + "\n  ".join(problems))
-    return worst, flags
+    return worst, batch_worst, flags
+
+
+def _batch_dependence(whole: dict[int, torch.Tensor], batched: dict[int, torch.Tensor], n: int
+                      ) -> tuple[float, list[str]]:
+    """The largest `batch_difference` between each layer of `whole` (layer id -> features of the n samples
+    in one batch) and the same layer of `batched` (in halves), and a problem per layer past BATCH_RTOL."""
+    worst, problems = 0.0, []
+    for layer, a in whole.items():
+        b = batched[layer]
+        if tuple(b.shape) != tuple(a.shape):
+            problems.append(f"layer {layer}: encoded in batches of {halves(n)}, shape {tuple(b.shape)}, expected "
+                            f"{tuple(a.shape)}")
+            continue
+        share = batch_difference(a, b)
+        worst = max(worst, share)
+        if share > BATCH_RTOL:
+            problems.append(f"layer {layer}: the features of a sample depend on its batch: encoded in batches of "
+                            f"{halves(n)} instead of one of {n}, they differ by {share:.0%} of the layer's spread over "
+                            f"the samples (more than {BATCH_RTOL:.0%}): normalising over the batch, BatchNorm in train "
+                            "mode, padding that reaches the features? The batch size is not part of the cache key")
+    return worst, problems
 
 
 @contextmanager
@@ -185,8 +241,9 @@ def mock_step(name: str, what: str) -> Iterator[None]:
 def mock_pass(spec: ModelSpec, dataset: str = DEFAULT_PAIRED, *, caption_index: int = 0, samples: int = MOCK_SAMPLES,
               device: str = "cpu", encoder_timeout: float | None = None) -> MockReport:
     """Load the encoder and encode the first `samples` samples of paired `dataset` (captions or images)
-    twice (`encoder_timeout`: seconds per call into the encoder, see platobench.encoders.guard); UserError
-    listing every problem found (see `check_outputs`), or naming what failed (`mock_step`)."""
+    twice in one batch and once in halves (`encoder_timeout`: seconds per call into the encoder, see
+    platobench.encoders.guard); UserError listing every problem found (see `check_outputs`), or naming
+    what failed (`mock_step`)."""
     import torch
 
     from platobench.encoders import load_encoder
@@ -201,10 +258,11 @@ def mock_pass(spec: ModelSpec, dataset: str = DEFAULT_PAIRED, *, caption_index: 
         encoder = load_encoder(spec, device=device, encoder_timeout=encoder_timeout)
         check_nonzero_widths(spec.name, encoder.layer_ids, encoder.widths)
     with mock_step(spec.name, "encode"), torch.no_grad():
-        first = _encode(encoder, data, samples, caption_index, encoder_timeout)
-        second = _encode(encoder, data, samples, caption_index, encoder_timeout)
-    worst, flags = check_outputs(spec, encoder, first, second, samples)
-    return MockReport(spec.name, samples, list(encoder.layer_ids), list(encoder.widths), worst,
+        first = _encode(encoder, data, samples, caption_index, encoder_timeout, samples)
+        second = _encode(encoder, data, samples, caption_index, encoder_timeout, samples)
+        batched = _encode(encoder, data, samples, caption_index, encoder_timeout, halves(samples))
+    worst, batch_worst, flags = check_outputs(spec, encoder, first, second, samples, batched)
+    return MockReport(spec.name, samples, list(encoder.layer_ids), list(encoder.widths), worst, batch_worst,
                       round(time.perf_counter() - t0, 3), flags)
 
 
@@ -310,7 +368,7 @@ def _mock_and_score(args: argparse.Namespace, catalog: Catalog, settings: list[S
                                caption_index=paired.caption_index if paired else 0, samples=args.mock_samples,
                                device=args.device, encoder_timeout=args.encoder_timeout))
         say(f"mock pass of {spec.name}: ok ({len(mocks[-1].layers)} layers, widths {sorted(set(mocks[-1].widths))}, "
-            f"repeat diff {mocks[-1].max_repeat_diff:.1e})")
+            f"repeat diff {mocks[-1].max_repeat_diff:.1e}, batch diff {mocks[-1].max_batch_diff:.1e})")
         for warning in mocks[-1].warnings:
             say(f"warning: {warning}")
     report: dict[str, Any] = {"mock": [m.as_dict() for m in mocks], "disclose": disclosures,
@@ -333,7 +391,13 @@ def _mock_and_score(args: argparse.Namespace, catalog: Catalog, settings: list[S
     by_spec = {spec.name: [r for r in mine if spec.name in (r.x.name, r.y.name)] for spec in submitted}
     report.update(run=summary.as_dict(), ranks={
         name: standings(name, records, rs) for name, rs in by_spec.items()
-    })
+    }, copies={name: copied_models(name, rs) for name, rs in by_spec.items()})
+    copies = [f"{name} copies {model}: its features are that model's up to rotation and scale (linear CKA "
+              f"{value:.4f} >= {COPY_CKA}; every board flags such a row and withholds its rank)"
+              for name, found in report["copies"].items() for model, value in found]
+    report["warnings"] += copies
+    for line in copies:
+        say(f"warning: {line}")
     lonely = any(not row["peers"] for rows in report["ranks"].values() for row in rows)
     hint = no_peers_hint(args.out, peers_command(args), args.limit) if lonely else None
     if hint:
@@ -359,6 +423,20 @@ def _mock_and_score(args: argparse.Namespace, catalog: Catalog, settings: list[S
         for label, why in summary.failed.items():
             print(f"FAILED {label}: {why}")
     return 1 if summary.failed else 0
+
+
+def copied_models(name: str, records: list[ResultRecord]) -> list[tuple[str, float]]:
+    """The cached models whose features submitted model `name`'s features copy (`copies.cached_copies`), over
+    the feature entries its `records` were scored from, largest linear CKA first, each model once."""
+    from platobench.bench.copies import cached_copies
+    from platobench.features.store import FeatureStore
+
+    store, best = FeatureStore(), {}
+    for digest in {(r.provenance.inputs or {}).get("x" if r.x.name == name else "y") for r in records} - {None}:
+        entry = store.by_digest(digest)
+        for model, value in cached_copies(entry, store) if entry is not None else ():
+            best[model] = max(value, best.get(model, 0.0))
+    return sorted(best.items(), key=lambda t: -t[1])
 
 
 def peers_command(args: argparse.Namespace) -> str:

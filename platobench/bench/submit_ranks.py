@@ -17,6 +17,7 @@ from typing import Any
 
 from platobench.bench.terminal_board import board_rows
 from platobench.leaderboard.boards import rank_records
+from platobench.leaderboard.flags import record_flags
 from platobench.leaderboard.order import board_name
 from platobench.leaderboard.verdicts import judge
 from platobench.results import ResultRecord
@@ -45,8 +46,9 @@ def peers(record: ResultRecord, records: list[ResultRecord], name: str) -> list[
 
 def standings(name: str, records: list[ResultRecord], mine: list[ResultRecord]) -> list[dict[str, Any]]:
     """For each record of submitted model `name`: its rank among its peers in `records` (None without peers
-    or without a finite score), the board size `of` (peers + the record), the peer count, its verdict and the
-    board's rows (verdicts against the matched controls anywhere in `records`)."""
+    or without a finite score or with its rank withheld), the board size `of` (peers + the record), the peer
+    count, its verdict, its flags and the board's rows (verdicts against the matched controls anywhere in
+    `records`)."""
     out = []
     for r in mine:
         board = board_records(name, records, r)
@@ -54,7 +56,8 @@ def standings(name: str, records: list[ResultRecord], mine: list[ResultRecord]) 
         rank = next(row.rank for row in ranked if row.record is r) if len(board) > 1 else None
         out.append({"setting": r.setting, "reference": reference(r, name), "score": r.score, "rank": rank,
                     "of": len(board), "peers": len(board) - 1, "calibrated": r.calibrated, "n": r.dataset.n,
-                    "board": board_rows(board, records)[board_name(r)], "verdict": judge(r, records).text})
+                    "board": board_rows(board, records)[board_name(r)], "verdict": judge(r, records).text,
+                    "flags": record_flags(r)})
     return out
 
 
@@ -67,7 +70,7 @@ def rank_line(name: str, row: dict[str, Any], out: Path) -> str:
     """One printed line of `standings`: the score and the rank among the peers, or that there are none."""
     calibrated = "" if row["calibrated"] is None else f" (calibrated {row['calibrated']:.3f})"
     head = f"{name} — {row['setting']} vs {row['reference']} (n={row['n']}): score {row['score']:.4f}{calibrated}, "
-    verdict = f"; verdict: {row['verdict']}"
+    verdict = f"; verdict: {row['verdict']}" + (f"; flags: {', '.join(row['flags'])}" if row["flags"] else "")
     if not row["peers"]:
         return head + (f"no rank: nothing to rank against ({out} holds no record of another model against "
                        f"{row['reference']} under {row['setting']} on these {row['n']} samples){verdict}")

@@ -24,7 +24,7 @@ from typing import Any, TextIO
 from platobench.leaderboard.baselines import is_baseline
 from platobench.leaderboard.boards import rank_records
 from platobench.leaderboard.flags import flags_note, record_flags
-from platobench.leaderboard.notes import fmt_p, p_at_floor, top5_of, zeroshot_sentence
+from platobench.leaderboard.notes import MISSING, fmt_p, p_at_floor, top5_of, zeroshot_sentence
 from platobench.leaderboard.order import board_name, record_key
 from platobench.leaderboard.safe_text import one_line
 from platobench.leaderboard.verdicts import (
@@ -101,6 +101,7 @@ def board_rows(records: Iterable[ResultRecord], pool: Iterable[ResultRecord] | N
         out[setting] = [
             {
                 "rank": rank,
+                "rank_label": label,
                 "x": r.x.name,
                 "y": r.y.name,
                 "baseline": is_baseline(r.x.name) or is_baseline(r.y.name),
@@ -118,7 +119,7 @@ def board_rows(records: Iterable[ResultRecord], pool: Iterable[ResultRecord] | N
                 "verdict_control": verdict[r.pair_id].binding,
                 "flags": record_flags(r),
             }
-            for row in ranked for r, rank in [(row.record, row.rank)]
+            for row in ranked for r, rank, label in [(row.record, row.rank, row.label)]
         ]
     return out
 
@@ -174,7 +175,7 @@ def _sections(records: list[ResultRecord], pool: list[ResultRecord] | None = Non
             ci = "-" if row["ci"] is None else f"[{row['ci'][0]:.3f}, {row['ci'][1]:.3f}]"
             layers = "-" if row["layers"] is None else f"{row['layers'][0]},{row['layers'][1]}"
             cells = {
-                "rank": "-" if row["rank"] is None else str(row["rank"]), "pair": one_line(f"{_model(row['x'])} x {_model(row['y'])}"),
+                "rank": str(row["rank"]) if row["rank"] is not None else "-" if row["rank_label"] == MISSING else row["rank_label"], "pair": one_line(f"{_model(row['x'])} x {_model(row['y'])}"),
                 "score": _num(row["score"]), "ci": ci, "calib": _num(row["calibrated"]),
                 "p": _p_cell(nulls[(row["x"], row["y"])]), "layers": layers,
                 "verdict": short_verdict(row["verdict"]), "flags": ", ".join(row["flags"]),

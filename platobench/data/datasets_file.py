@@ -35,16 +35,21 @@ with `--datasets-file FILE` (repeatable), and `platobench.evaluate(datasets_file
         licence: CC-BY-4.0
 
 Unknown keys are refused (with the closest key), every problem names file:line, a name may not shadow a
-built-in dataset or repeat. Revisions come from the content: a folder's manifest and files, a local parquet
-folder's files (`parquet:sha256:<16 hex>`), the shards' bytes, an ids file's bytes (`ids:sha256:<16 hex>`),
-or a hub entry's pinned `revision`; a
-manifest edit changes the fingerprint and every cache key built on it. A dataset that is missing or
-unreadable is one error naming it.
+built-in dataset or repeat. Revisions (`entry_revision`) hash the content — a folder's manifest and files
+(`folder:sha256:<16 hex>`), a local parquet folder's files (`parquet:sha256:`), the shards' bytes
+(`webdataset:sha256:`), an ids file's bytes (`ids:sha256:`), or a hub entry's pinned `revision`
+(`hub@<revision>:sha256:`) — together with every field of the entry that decides what a sample is (caption,
+label, image and id columns, split, templates, ...; all but REVISION_NEUTRAL and the file fields of
+CONTENT_FIELDS, whose bytes are hashed instead): a manifest edit, or reading another caption column of the
+same manifest, changes the fingerprint and every cache key and record built on it; moving the folder does not.
+Captions longer than `max_caption_chars` (default DEFAULT_MAX_CAPTION_CHARS) are cut to that many
+characters. A dataset that is missing or unreadable is one error naming it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -62,6 +67,16 @@ from platobench.files.yaml_safe import YamlError, read_yaml
 
 TOP_LEVEL_KEYS = ("version", "datasets")
 DEFAULT_TEMPLATES = ["a photo of a {}."]
+#: Fields that never change what a sample is: left out of the revision.
+REVISION_NEUTRAL = frozenset({"licence", "description"})
+#: Fields naming files: their bytes enter the revision, not their spelling (so moving a folder keeps it). A
+#: hub entry's `repo` counts as one when it is a local folder; a hub id is hashed as spelled.
+CONTENT_FIELDS = frozenset({"root", "manifest", "shards", "ids"})
+#: Captions are cut to this many characters unless an entry sets `max_caption_chars`: above every caption of
+#: the built-in sets (475 characters at most) and what the sentence-transformers entries read (384 tokens),
+#: and a bound on what one caption costs: at most 4 UTF-8 bytes a character, so at most 8,000 tokens of a
+#: byte-level tokenizer and 8 MB of the bag-of-words baseline's token embeddings (256 float32 each).
+DEFAULT_MAX_CAPTION_CHARS = 2000
 
 
 def _local(value: str) -> bool:
@@ -89,7 +104,14 @@ class _Entry(BaseModel):
         return list(self.templates)
 
 
-class FolderEntry(_Entry):
+class _Captioned(_Entry):
+    """An entry whose samples may have captions, each cut to `max_caption_chars` characters."""
+
+    max_caption_chars: int = Field(default=DEFAULT_MAX_CAPTION_CHARS, ge=1,
+                                   description="captions are cut to this many characters")
+
+
+class FolderEntry(_Captioned):
     """Image files under `root` listed by `manifest` (platobench/data/folder.py)."""
 
     type: Literal["folder"]
@@ -101,7 +123,7 @@ class FolderEntry(_Entry):
     label: str | None = None
 
 
-class HubEntry(_Entry):
+class HubEntry(_Captioned):
     """A split loaded with `datasets.load_dataset(repo, config, revision=..., split=...)`."""
 
     type: Literal["hub"]
@@ -115,7 +137,7 @@ class HubEntry(_Entry):
     id_column: str | None = None
 
 
-class WebDatasetEntry(_Entry):
+class WebDatasetEntry(_Captioned):
     """WebDataset tar shards (platobench/data/webdataset.py): samples grouped by key in each shard."""
 
     type: Literal["webdataset"]
@@ -143,9 +165,10 @@ TYPES = ("folder", "hub", "webdataset", "ids")
 
 
 def read_ids(name: str, path: Path, id_column: str) -> list[str]:
-    """The ids of an ids entry's file, in order: one per non-blank line of a text file, else the manifest's
-    `id_column`; UserError naming the dataset for a missing file, an empty id list or repeated ids."""
-    from platobench.data.folder import MANIFEST_SUFFIXES, read_manifest, refuse_duplicates
+    """The ids of an ids entry's file, in order: one per non-blank line of a text file (UTF-8, a byte-order
+    mark dropped), else the manifest's `id_column` (strings or integers: `folder.sample_id`); UserError naming
+    the dataset for a missing file, an id of another type, an empty id list or repeated ids."""
+    from platobench.data.folder import MANIFEST_SUFFIXES, read_manifest, refuse_duplicates, sample_id
 
     if not path.is_file():
         raise UserError(f"dataset {name!r}: ids file {path} not found")
@@ -155,16 +178,36 @@ def read_ids(name: str, path: Path, id_column: str) -> list[str]:
         if missing:
             raise UserError(f"dataset {name!r}: {path} has no {id_column!r} column in {len(missing)} row(s) "
                             f"(first: row {missing[0]})")
-        ids = [str(r[id_column]).strip() for r in rows]
+        ids = [sample_id(r[id_column], f"dataset {name!r}: row {i + 1} of {path}: {id_column!r}")
+               for i, r in enumerate(rows)]
     else:
         try:
-            ids = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+            ids = [line.strip() for line in path.read_text(encoding="utf-8-sig").splitlines() if line.strip()]
         except (OSError, UnicodeDecodeError) as exc:
             raise UserError(f"dataset {name!r}: ids file {path} cannot be read: {exc}") from exc
     if not ids or not all(ids):
         raise UserError(f"dataset {name!r}: {path} holds {'no ids' if not ids else 'an empty id'}")
     refuse_duplicates(name, ids, ids, "an id")
     return ids
+
+
+def sample_fields(spec: Spec) -> dict[str, Any]:
+    """The fields of `spec` that decide what its samples are, as the revision hashes them: every field but
+    REVISION_NEUTRAL and CONTENT_FIELDS; a local hub `repo` is hashed by its files, so it enters as "local"."""
+    fields = {f: getattr(spec, f) for f in type(spec).model_fields if f not in REVISION_NEUTRAL | CONTENT_FIELDS}
+    if isinstance(spec, HubEntry) and _local(spec.repo):
+        fields["repo"] = "local"
+    return fields
+
+
+def entry_revision(content: str, spec: Spec) -> str:
+    """The revision of `spec`'s samples: `content` (the hash of its files, "<kind>:sha256:<16 hex>", or a hub
+    entry's pinned revision) hashed with `sample_fields(spec)`, as "<kind>:sha256:<16 hex>" (kind
+    "hub@<revision>" for a hub id), so that another caption column, label column, split ... is another
+    revision, hence another fingerprint, cache key and record."""
+    kind, found, _ = content.partition(":sha256:")
+    payload = json.dumps([content, sample_fields(spec)], sort_keys=True, ensure_ascii=False)
+    return f"{kind if found else f'hub@{content}'}:sha256:{hashlib.sha256(payload.encode()).hexdigest()[:16]}"
 
 
 def _resolved(value: str, base: Path) -> Path:
@@ -204,7 +247,7 @@ def _builder(name: str, spec: FolderEntry | HubEntry | WebDatasetEntry | IdsEntr
 
             path = _resolved(spec.ids, base)
             ids = read_ids(name, path, spec.id_column)
-            revision = f"ids:sha256:{file_sha256(path)[:16]}"
+            revision = entry_revision(f"ids:sha256:{file_sha256(path)[:16]}", spec)
             return IdsDataset(name, revision, ids if limit is None else ids[:limit])
 
         return build_ids
@@ -215,9 +258,10 @@ def _builder(name: str, spec: FolderEntry | HubEntry | WebDatasetEntry | IdsEntr
 
             rows = webdataset.ShardRows(name, _shards(spec.shards, base, name),
                                         caption=spec.caption if spec.kind == "paired" else None, label=spec.label)
+            rows.revision = entry_revision(rows.revision, spec)
             if spec.kind == "class":
                 return folder.classes(name, rows, spec.template_list(), spec.class_names)
-            return folder.paired(name, rows, limit=limit)
+            return folder.paired(name, rows, limit=limit, max_caption_chars=spec.max_caption_chars)
 
         return build_shards
     if isinstance(spec, FolderEntry):
@@ -229,9 +273,10 @@ def _builder(name: str, spec: FolderEntry | HubEntry | WebDatasetEntry | IdsEntr
             rows = folder.FolderRows(name, root, manifest, id_column=spec.id_column, file_column=spec.file_column,
                                      caption_columns=spec.captions if spec.kind == "paired" else [],
                                      label_column=spec.label)
+            rows.revision = entry_revision(rows.revision, spec)
             if spec.kind == "class":
                 return folder.classes(name, rows, spec.template_list(), spec.class_names)
-            return folder.paired(name, rows, limit=limit)
+            return folder.paired(name, rows, limit=limit, max_caption_chars=spec.max_caption_chars)
 
         return build_folder
 
@@ -242,23 +287,25 @@ def _builder(name: str, spec: FolderEntry | HubEntry | WebDatasetEntry | IdsEntr
         from platobench.data.captions import caption_key
         from platobench.data.folder import refuse_duplicates
 
-        revision = spec.revision
+        content = spec.revision or "main"
         if _local(spec.repo):
             if not Path(repo).is_dir():
                 raise UserError(f"dataset {name!r}: local parquet folder {repo} not found")
-            revision = f"parquet:sha256:{_folder_digest(Path(repo))}"
+            content = f"parquet:sha256:{_folder_digest(Path(repo))}"
+        revision = entry_revision(content, spec)
         hub_spec = hub.HubSpec(repo, spec.revision or "main", spec.split, image=spec.image, captions=spec.captions,
                                label=spec.label, id_columns=(spec.id_column,) if spec.id_column else (),
                                config=spec.config)
         if spec.kind == "class":
             return hub.classes(name, hub_spec, spec.template_list(), class_names=spec.class_names, limit=limit,
                                revision=revision)
-        ds = hub.paired(name, hub_spec, limit=None, revision=revision)
+        bound = spec.max_caption_chars
+        ds = hub.paired(name, hub_spec, limit=None, revision=revision, max_caption_chars=bound)
         for index in range(min(len(ds.caption_views(i)) for i in range(len(ds)))):
             refuse_duplicates(name, ds.ids, [caption_key(c) for c in ds.captions(index)], f"caption {index}")
         if limit is None or limit >= len(ds):
             return ds
-        return hub.paired(name, hub_spec, limit=limit, revision=revision)
+        return hub.paired(name, hub_spec, limit=limit, revision=revision, max_caption_chars=bound)
 
     return build_hub
 
@@ -287,7 +334,7 @@ def _checked_entry(name: str, raw: Any, path: Path, line: int) -> tuple[Any, lis
             problems.append(f"{where}: datasets[{name!r}]: field 'captions': a paired hub dataset needs its caption column")
     if isinstance(spec, IdsEntry) and spec.kind != "paired":
         problems.append(f"{where}: datasets[{name!r}]: field 'kind': an ids dataset has no labels; leave kind out")
-    if spec.kind == "class" and spec.label is None and not isinstance(spec, IdsEntry):
+    if spec.kind == "class" and not isinstance(spec, IdsEntry) and spec.label is None:
         problems.append(f"{where}: datasets[{name!r}]: field 'label': a class dataset needs its label column")
     return (None if problems else spec), problems
 

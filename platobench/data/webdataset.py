@@ -3,18 +3,18 @@
 A shard is a tar file whose members are grouped into samples by key: the member path up to the first "."
 of its file name ("train/000123.jpg" and "train/000123.txt" are sample "train/000123"'s image and caption).
 A sample's image is its first member with an image extension (`IMAGE_EXTENSIONS`); its captions are the
-`.txt` member (one caption) or a field of its `.json` member (a string or a list of strings); a class set's
-label is its `.cls` member (an integer) or a `.json` field. Sample ids are the keys, in shard order then
-member order. Images are read by seeking to their bytes in the shard (no extraction, picklable for
-DataLoader workers). The revision is `webdataset:sha256:<16 hex>` of every shard's bytes, in order.
-Keys that repeat (within or across shards), samples without an image or caption, and unreadable shards are
-errors naming them.
+`.txt` member (one caption, UTF-8) or a field of its `.json` member (a string or a list of strings, as a
+folder manifest's cell: `folder.texts_of`); a class set's label is its `.cls` member (an integer) or a `.json`
+field. Sample ids are the keys, in shard order then member order. Images are read by seeking to their bytes
+in the shard (no extraction, picklable for DataLoader workers). The content revision is
+`webdataset:sha256:<16 hex>` of every shard's bytes, in order. Keys that repeat (within or across shards),
+samples without an image, images that are not whole (`images.check_image`), captions that are blank or not
+strings, and unreadable shards are errors naming them.
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import tarfile
 from collections.abc import Sequence
@@ -24,6 +24,8 @@ from typing import Any
 
 from PIL import Image
 
+from platobench.data.folder import texts_of
+from platobench.data.images import check_image, open_image
 from platobench.errors import UserError
 from platobench.files.digest import file_sha256
 from platobench.files.ids import shown
@@ -38,19 +40,15 @@ class _Sample:
 
 
 class ShardImageLoader:
-    """Opens image i by reading its bytes from its shard (shard paths and (shard, offset, size) per sample)."""
+    """Opens image i by reading its bytes from its shard (shard paths, and (shard, offset, size) and key per
+    sample); an image that cannot be decoded is a UserError naming the sample and shard."""
 
-    def __init__(self, shards: Sequence[Path], places: Sequence[tuple[int, int, int]]) -> None:
-        self.shards, self.places = list(shards), list(places)
+    def __init__(self, shards: Sequence[Path], places: Sequence[tuple[int, int, int]], keys: Sequence[str]) -> None:
+        self.shards, self.places, self.keys = list(shards), list(places), list(keys)
 
     def __call__(self, i: int) -> Image.Image:
-        shard, offset, size = self.places[i]
-        with self.shards[shard].open("rb") as f:
-            f.seek(offset)
-            data = f.read(size)
-        with Image.open(io.BytesIO(data)) as im:
-            im.load()
-            return im
+        data = _read_member(self.shards, self.places[i])
+        return open_image(data, f"sample {shown(self.keys[i])}'s image in {self.shards[self.places[i][0]]}")
 
 
 def _read_member(shards: Sequence[Path], place: tuple[int, int, int]) -> bytes:
@@ -119,6 +117,9 @@ class ShardRows:
                             f"...; first: {', '.join(shown(k) for k in no_image[:5])})")
         self.ids = list(samples)
         self.places = [v.image for v in samples.values()]
+        for key, place in zip(self.ids, self.places):
+            check_image(_read_member(self.shards, place),
+                         f"dataset {name!r}: sample {shown(key)}'s image in {self.shards[place[0]]}")
         self.views = [self._captions(name, k, v, caption) for k, v in samples.items()] if caption else None
         self.labels = [self._label(name, k, v, label) for k, v in samples.items()] if label else None
         digest = hashlib.sha256()
@@ -132,13 +133,17 @@ class ShardRows:
         return _read_member(self.shards, sample.members[ext])
 
     def _captions(self, name: str, key: str, sample: _Sample, caption: str) -> list[str]:
+        """The sample's captions (none for a blank one: `folder.paired` names the sample), from its .txt
+        member (UTF-8, a byte-order mark dropped) or a .json field (`folder.texts_of`)."""
         if caption == "txt":
             try:
-                return [self._member(name, key, sample, "txt").decode("utf-8").strip()]
+                text = self._member(name, key, sample, "txt").decode("utf-8-sig").strip()
             except UnicodeDecodeError as exc:
                 raise UserError(f"dataset {name!r}: sample {shown(key)}'s .txt is not UTF-8 ({exc.reason})") from exc
-        value = _json_field(name, key, self._member(name, key, sample, "json"), caption.removeprefix("json:"))
-        return [str(v) for v in value] if isinstance(value, list) else [str(value)]
+            return [text] if text else []
+        field_name = caption.removeprefix("json:")
+        value = _json_field(name, key, self._member(name, key, sample, "json"), field_name)
+        return texts_of(value, f"dataset {name!r}: sample {shown(key)}'s .json field {field_name!r}")
 
     def _label(self, name: str, key: str, sample: _Sample, label: str) -> Any:
         if label == "cls":
@@ -147,4 +152,4 @@ class ShardRows:
 
     def loader(self, n: int | None = None) -> ShardImageLoader:
         """The image loader of the first `n` samples (None: all)."""
-        return ShardImageLoader(self.shards, self.places[:n])
+        return ShardImageLoader(self.shards, self.places[:n], self.ids[:n])

@@ -61,17 +61,22 @@ def load_encoder(
     `encode(texts or images) -> [N, L, D]`, or a function (spec, device=, dtype=, home=) returning an
     encoder (see platobench.encoders.python_loader). Loading runs under `platobench.encoders.guard.encoder_call`:
     printed output on stderr, sys.exit an EncoderExitError, and a time limit (`encoder_timeout` seconds, 0
-    none; None: the default of `guard.limit_for`, which limits `loader: python` entries only). A model
-    loaded onto the CPU switches on `cpu_memory.keep_freed_memory` (its batches then reuse freed buffers).
+    none; None: the default of `guard.limit_for`, which limits `loader: python` entries only). Inside
+    `guard.isolating(True)` (`--isolate-encoders`) a `loader: python` encoder loads in a process of its own
+    instead, killed when a call passes that limit (platobench.encoders.isolated). A model loaded onto the
+    CPU switches on `cpu_memory.keep_freed_memory` (its batches then reuse freed buffers).
     """
     from platobench.encoders.cpu_memory import keep_freed_memory
-    from platobench.encoders.guard import encoder_call, limit_for
+    from platobench.encoders.guard import encoder_call, isolates, limit_for
     from platobench.encoders.runtime import quiet_weight_loading, resolve_device
 
     dev = resolve_device(device)
+    limit = limit_for(spec.loader, encoder_timeout)
+    if isolates(spec.loader):  # imported by name, as the loaders are: it imports one (python_loader)
+        isolated = importlib.import_module("platobench.encoders.isolated")
+        return isolated.load(spec, device=dev, dtype=dtype, home=home, timeout=limit)  # type: ignore[no-any-return]
     if dev.type == "cpu":
         keep_freed_memory()
-    limit = limit_for(spec.loader, encoder_timeout)
     module = importlib.import_module(loader_support(spec.loader).module)
     # transformers' loading bars would nest inside extraction's own bar
     with encoder_call(spec.name, "loading the encoder", limit), quiet_weight_loading():

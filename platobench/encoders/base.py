@@ -9,7 +9,7 @@ entry of `layer_ids`, in that order.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import PIL.Image
 import torch
@@ -60,3 +60,10 @@ class VisionEncoder(ABC):
 def to_output(features: torch.Tensor) -> torch.Tensor:
     """Detach a pooled `[B, D]` tensor into the contract's form: float32, contiguous, on the CPU."""
     return features.detach().to(device="cpu", dtype=torch.float32).contiguous()
+
+
+def owned(outputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    """A copy of each of an encoder's `outputs`, taken before its next call: hand-written inference code
+    often returns views of one buffer it overwrites on every call, which would turn every batch already
+    returned into the last one."""
+    return [out.clone() for out in outputs]

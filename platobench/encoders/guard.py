@@ -12,10 +12,15 @@
   of ending the process with the code's exit status. KeyboardInterrupt (Ctrl-C) is left alone;
 - a call that has not returned after `timeout` seconds is interrupted with `EncoderTimeoutError` naming
   the model and the call (`--encoder-timeout`; `limit_for` gives the default: PYTHON_TIMEOUT_S for
-  `loader: python` entries, no limit for the built-in loaders). The limit is a SIGALRM timer, so it holds
-  on POSIX systems in the main thread only (elsewhere a call runs without limit), and it interrupts Python
-  code and interruptible waits (sleep, I/O), not a native call that never returns to the interpreter. The
-  interruption is raised inside the encoder's code as an exception that `except Exception` does not catch.
+  `loader: python` entries, no limit for the built-in loaders). The interruption is a SIGALRM timer, so it
+  fires on POSIX systems in the main thread only, and it interrupts Python code and interruptible waits
+  (sleep, I/O), not a native call that never returns to the interpreter. It is raised inside the encoder's
+  code as an exception that `except Exception` does not catch; code that catches it anyway (a bare
+  `except`), ignores SIGALRM or runs off the main thread is not stopped, but the elapsed time is checked
+  when the call returns or raises: a call that took longer than `timeout` fails with EncoderTimeoutError
+  all the same, so its output is never used. A call that never returns keeps the command waiting: that is
+  what `--isolate-encoders` is for (platobench.encoders.isolated: the encoder in a process of its own,
+  killed at the limit; `isolating` holds the choice while a command runs).
 """
 
 from __future__ import annotations
@@ -41,6 +46,9 @@ from platobench.files.ids import shown
 #: Default limit of one call (load, or one batch) into a `loader: python` encoder, in seconds.
 PYTHON_TIMEOUT_S = 600.0
 TIMEOUT_OPTION = "--encoder-timeout"
+ISOLATE_OPTION = "--isolate-encoders"
+
+_isolate = False  # whether `loader: python` encoders load in a process of their own (`isolating`)
 
 
 class EncoderCallError(UserError):
@@ -53,6 +61,10 @@ class EncoderExitError(EncoderCallError):
 
 class EncoderTimeoutError(EncoderCallError):
     """A call into the encoder did not return within its time limit."""
+
+
+class EncoderRaisedError(EncoderCallError):
+    """An isolated encoder's code raised an exception (named with `raised`) in its process."""
 
 
 class _Expired(BaseException):
@@ -86,13 +98,54 @@ def _seconds(raw: str) -> float:
 
 
 def add_timeout_option(parser: argparse.ArgumentParser) -> None:
-    """`--encoder-timeout SECONDS` (dest `encoder_timeout`, default None: `limit_for`'s default)."""
+    """`--encoder-timeout SECONDS` (dest `encoder_timeout`, default None: `limit_for`'s default) and
+    `--isolate-encoders` (dest `isolate_encoders`; the command-line entry point holds it in `isolating`)."""
     parser.add_argument(
         TIMEOUT_OPTION, type=_seconds, default=None, metavar="SECONDS",
         help=f"time limit of each call into an encoder (loading it, encoding one batch); past it the model "
              f"fails with an error naming the call (default: {PYTHON_TIMEOUT_S:g} s for 'loader: python' "
-             "models, none for the built-in loaders; 0: no limit; POSIX main thread only)",
+             "models, none for the built-in loaders; 0: no limit). The call is interrupted in the main thread "
+             f"on POSIX and fails when it returns late; {ISOLATE_OPTION} also stops code that never returns",
     )
+    parser.add_argument(
+        ISOLATE_OPTION, action="store_true",
+        help="run each 'loader: python' encoder in a process of its own, killed when a call passes "
+             f"{TIMEOUT_OPTION}, for untrusted submissions (not a sandbox: same user, files and network); "
+             "costs a process start and a copy of each batch",
+    )
+
+
+@contextlib.contextmanager
+def isolating(on: bool) -> Iterator[None]:
+    """Inside the block, `isolates` says `on` for `loader: python` encoders (the previous choice is restored)."""
+    global _isolate
+    previous, _isolate = _isolate, bool(on)
+    try:
+        yield
+    finally:
+        _isolate = previous
+
+
+def isolates(loader: str | None) -> bool:
+    """Whether an encoder of `loader` loads in a process of its own now: `loader: python` inside
+    `isolating(True)` (the built-in loaders run platobench's code, always in this process)."""
+    return _isolate and loader == "python"
+
+
+def timeout_error(model: str, what: str, timeout: float, *, killed: bool = False) -> EncoderTimeoutError:
+    """The error of a call (`what`) into `model` that did not return within `timeout` seconds; `killed`:
+    its process was killed (platobench.encoders.isolated)."""
+    stopped = "; its process was killed" if killed else ""
+    return EncoderTimeoutError(
+        f"model {model}: {what} did not return within {timeout:g} s ({TIMEOUT_OPTION}){stopped}; if it is only "
+        f"slow, raise {TIMEOUT_OPTION} SECONDS (0: no limit)")
+
+
+def exit_error(model: str, what: str, code: str) -> EncoderExitError:
+    """The error of a call (`what`) into `model` that called sys.exit with `code` (as `shown` quotes it)."""
+    return EncoderExitError(
+        f"model {model}: {what} called sys.exit({code}); an encoder must return its output "
+        "or raise an exception, not end the process")
 
 
 def raised(exc: BaseException) -> str:
@@ -171,15 +224,33 @@ class _Alarm:
 def encoder_call(model: str, what: str, timeout: float | None) -> Iterator[None]:
     """Run the block (one call into model `model`'s code, described by `what`, e.g. "encode of batch 2
     (32 texts)") with its output on stderr, SystemExit turned into EncoderExitError and, when `timeout`
-    is a number of seconds, EncoderTimeoutError once they have passed (see the module docstring)."""
+    is a number of seconds, EncoderTimeoutError once they have passed: interrupted where the timer can,
+    and in any case when the block returns or raises past them (see the module docstring)."""
+    start = time.monotonic()
     try:
         with _stdout_to_stderr(), _Alarm(timeout):
             yield
     except _Expired:
-        raise EncoderTimeoutError(
-            f"model {model}: {what} did not return within {timeout:g} s ({TIMEOUT_OPTION}); if it is only slow, "
-            f"raise {TIMEOUT_OPTION} SECONDS (0: no limit)") from None
+        raise timeout_error(model, what, timeout) from None  # type: ignore[arg-type]  # a timer ran: a number
     except SystemExit as exc:
-        raise EncoderExitError(
-            f"model {model}: {what} called sys.exit({shown(exc.code)}); an encoder must return its output "
-            "or raise an exception, not end the process") from None
+        raise exit_error(model, what, shown(exc.code)) from None
+    except EncoderCallError:  # an isolated encoder's own failure (platobench.encoders.isolated): named already
+        raise
+    except Exception as exc:
+        _check_elapsed(model, what, timeout, start, exc)
+        raise
+    _check_elapsed(model, what, timeout, start)
+
+
+def _check_elapsed(model: str, what: str, timeout: float | None, start: float, exc: Exception | None = None) -> None:
+    """EncoderTimeoutError when the call that started at `start` (time.monotonic) took longer than `timeout`:
+    its code ignored or caught the interruption, or ran where no timer could interrupt it; `exc`: what
+    the call raised that late (chained)."""
+    elapsed = time.monotonic() - start
+    if timeout is None or elapsed <= timeout:
+        return
+    ended = f"raised {type(exc).__name__}" if exc is not None else "returned"
+    raise EncoderTimeoutError(
+        f"model {model}: {what} {ended} after {elapsed:.1f} s, past its limit of {timeout:g} s ({TIMEOUT_OPTION}), "
+        "so the call fails: nothing stopped it (its code ignored or caught the interruption, or it ran off the "
+        f"main thread); {ISOLATE_OPTION} runs the encoder in a process of its own, killed at the limit") from exc

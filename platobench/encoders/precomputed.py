@@ -12,12 +12,15 @@ per-layer features keyed by sample id, for one dataset. Formats, by suffix:
 
 A file embeds one input of each sample: the one its "input" states, else the image (vision entries) or
 caption 0 (text entries); a setting that asks for another (`caption:1`) is refused, not served the
-file's rows. The layer indices must be those of the entry (`num_layers`, `layers`); values are read as float32 (an
-exact widening for float16 and bfloat16). Rows are matched to the dataset by id, so the file's row
-order is free: an id the dataset needs and the file lacks, an id the file holds twice, and an id the file
-holds that the dataset does not (unless the dataset is a `--limit` prefix of the file's rows) are each an
-error naming them. The cache key's revision is the sha256 of the file's bytes (and of its ids file), so
-rewriting the file changes the key.
+file's rows. The layer indices must be those of the entry (`num_layers`, `layers`), each named once (`layer.1`
+and `layer.01` in one file are an error). Values must be floats in every format (an int or bool tensor,
+array or list column is refused: such values are ids, labels or masks, not features, and int64 does not
+widen to float32 exactly); they are read as float32 (an exact widening for float16 and bfloat16). Rows are
+matched to the dataset by id, so the file's row order is free: an id the dataset needs and the file lacks,
+an id the file holds twice, and an id the file holds that the dataset does not (unless the dataset is a
+`--limit` prefix of the file's rows, in the dataset's order) are each an error naming them. A parquet null
+(id or layer value) is an error naming its column. The cache key's revision is the sha256 of the file's bytes
+(and of its ids file), so rewriting the file changes the key.
 """
 
 from __future__ import annotations
@@ -133,11 +136,21 @@ class EmbeddingFile:
             raise EmbeddingFileError(f"{name} lacks {len(missing)} of the {len(ids)} ids of dataset {dataset_name}: "
                                      f"{_few(missing)}")
         if not sample and len(ids) < len(self.ids) and list(ids) != self.ids[: len(ids)]:
-            wanted = set(ids)
-            extra = [i for i in self.ids if i not in wanted]
-            raise EmbeddingFileError(f"{name} holds {len(extra)} ids that dataset {dataset_name} does not: "
-                                     f"{_few(extra)} (a file is for one dataset, or a --limit prefix of it)")
+            raise EmbeddingFileError(f"{name} {self._not_a_prefix(dataset_name, ids)}")
         return [self._row[i] for i in ids]
+
+    def _not_a_prefix(self, dataset_name: str, ids: Sequence[str]) -> str:
+        """Why the file, holding every one of `ids` and more, cannot serve them: the dataset read here may be
+        a `--limit` run of the file's dataset (its first samples), or another dataset; the first row where the
+        file and the dataset's order part says which rule is broken."""
+        wanted = set(ids)
+        extra = [i for i in self.ids if i not in wanted]
+        row = next(r for r, (mine, theirs) in enumerate(zip(self.ids, ids)) if mine != theirs)
+        return (f"holds {len(self.ids)} ids, {len(extra)} of them beyond the {len(ids)} samples of dataset "
+                f"{dataset_name} read here ({_few(extra)}); a file is for one dataset, and a --limit run reads it "
+                f"only when its first {len(ids)} rows are those samples in the dataset's order, but row {row} is "
+                f"{self.ids[row]!r} where sample {row} is {ids[row]!r}: write the rows in the dataset's order (as "
+                "`platobench extract --export` does)")
 
     def rows(self, positions: Sequence[int]) -> list[torch.Tensor]:
         """One float32 `[len(positions), D_l]` tensor per layer: the file's rows at `positions`."""
@@ -152,10 +165,34 @@ def _few(ids: Sequence[str]) -> str:
 
 def _layer_index(spec: ModelSpec, name: str) -> int:
     tail = name[len(LAYER_PREFIX):]
-    if not name.startswith(LAYER_PREFIX) or not tail.isdigit():
+    if not name.startswith(LAYER_PREFIX) or not (tail.isascii() and tail.isdigit()):
         raise EmbeddingFileError(f"model {spec.name}: embeddings file {spec.source} holds {name!r}; "
                                  f"expected only '{LAYER_PREFIX}<index>' layers (and 'id' in parquet)")
     return int(tail)
+
+
+def _layer_names(spec: ModelSpec, names: Sequence[str]) -> dict[int, str]:
+    """Layer index -> the tensor or column name holding it; EmbeddingFileError for a name that is not
+    "layer.<index>" and for two names of one index ("layer.1" and "layer.01"), of which one would be lost."""
+    found: dict[int, str] = {}
+    for name in names:
+        index = _layer_index(spec, name)
+        if index in found:
+            first, second = sorted((found[index], name))
+            raise EmbeddingFileError(f"model {spec.name}: embeddings file {spec.source} holds both {first!r} and "
+                                     f"{second!r} for layer {index}; name each layer once")
+        found[index] = name
+    return found
+
+
+def _floats(spec: ModelSpec, what: str, dtype: Any) -> None:
+    """EmbeddingFileError unless `dtype` (numpy or torch) is a floating-point type: `what` ("'layer.0'",
+    "column 'layer.0'") names where the values are."""
+    floating = dtype.is_floating_point if isinstance(dtype, torch.dtype) else np.issubdtype(dtype, np.floating)
+    if not floating:
+        shown_dtype = str(dtype).removeprefix("torch.")
+        raise EmbeddingFileError(f"model {spec.name}: embeddings file {spec.source}: {what} holds {shown_dtype} "
+                                 "values; expected floats (features, not ids, labels or masks)")
 
 
 def _read_safetensors(spec: ModelSpec, path: Path) -> tuple[list[str], dict[int, torch.Tensor], str | None]:
@@ -164,7 +201,11 @@ def _read_safetensors(spec: ModelSpec, path: Path) -> tuple[list[str], dict[int,
     try:
         with safe_open(str(path), framework="pt") as f:
             metadata = f.metadata() or {}
-            layers = {_layer_index(spec, k): f.get_tensor(k).to(torch.float32) for k in f.keys()}
+            layers = {}
+            for index, name in _layer_names(spec, list(f.keys())).items():
+                tensor = f.get_tensor(name)
+                _floats(spec, repr(name), tensor.dtype)
+                layers[index] = tensor.to(torch.float32)
     except SafetensorError as exc:
         raise EmbeddingFileError(f"model {spec.name}: {path} is not a readable safetensors file ({exc})") from None
     try:
@@ -180,8 +221,13 @@ def _read_safetensors(spec: ModelSpec, path: Path) -> tuple[list[str], dict[int,
 def _read_npy(spec: ModelSpec, path: Path) -> tuple[list[str], dict[int, torch.Tensor], str | None]:
     try:
         array = np.load(path, allow_pickle=False)
-    except ValueError as exc:
+    except (ValueError, OSError, EOFError) as exc:
         raise EmbeddingFileError(f"model {spec.name}: {path} is not a readable .npy array ({exc})") from None
+    if not isinstance(array, np.ndarray):  # np.load opens a zip archive (.npz) whatever its name
+        names = ", ".join(repr(n) for n in array.files)
+        array.close()
+        raise EmbeddingFileError(f"model {spec.name}: {path} is an .npz archive (arrays {names}), not one .npy array; "
+                                 "save the [L, N, D] array with numpy.save")
     if array.ndim == 2:
         array = array[None]
     if array.ndim != 3 or not np.issubdtype(array.dtype, np.floating):
@@ -200,17 +246,26 @@ def _read_parquet(spec: ModelSpec, path: Path) -> tuple[list[str], dict[int, tor
         raise EmbeddingFileError(f"model {spec.name}: {path} is not a readable parquet file ({exc})") from None
     if "id" not in frame.columns:
         raise EmbeddingFileError(f"model {spec.name}: {path} has no 'id' column")
+    _no_nulls(spec, path, frame, "id")
     layers = {}
-    for column in frame.columns:
-        if column == "id":
-            continue
-        rows = frame[column].tolist()
+    for index, column in _layer_names(spec, [c for c in frame.columns if c != "id"]).items():
+        _no_nulls(spec, path, frame, column)
         try:
-            layers[_layer_index(spec, column)] = torch.from_numpy(np.asarray(np.stack(rows), dtype=np.float32))
+            values = np.stack(frame[column].tolist())
         except ValueError as exc:
             raise EmbeddingFileError(f"model {spec.name}: {path}: column {column!r} is not one vector of equal width "
                                      f"per row ({exc})") from None
+        _floats(spec, f"column {column!r}", values.dtype)
+        layers[index] = torch.from_numpy(np.asarray(values, dtype=np.float32))
     return [str(i) for i in frame["id"]], layers, None
+
+
+def _no_nulls(spec: ModelSpec, path: Path, frame: Any, column: str) -> None:
+    """EmbeddingFileError naming `column` of parquet `frame` and how many of its rows are null (None, NaN):
+    a null id would become the id "None", a null layer value no vector at all."""
+    nulls = int(frame[column].isna().sum())
+    if nulls:
+        raise EmbeddingFileError(f"model {spec.name}: {path}: column {column!r} is null in {nulls} of {len(frame)} rows")
 
 
 READERS = {".safetensors": _read_safetensors, ".npy": _read_npy, ".parquet": _read_parquet}

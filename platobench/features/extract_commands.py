@@ -84,17 +84,25 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _export(spec: Any, entry: Any, path: Path, *, quiet: bool) -> None:
-    """Write `entry`'s layers to `path` (`platobench.encoders.precomputed` format) and print a zoo entry
-    for it on stderr (stdout stays the report)."""
+    """Write `entry`'s layers to `path` (`platobench.encoders.precomputed` format; its folder created, the
+    file written atomically with the umask's mode, docs/safety.md) and print a zoo entry for it on stderr
+    (stdout stays the report)."""
     import sys
 
     import yaml
+    from safetensors import SafetensorError
 
     from platobench.encoders.precomputed import write_safetensors
+    from platobench.files.atomic import WriteError, atomic_write_with
 
     prompt = entry.key["prompt"]
-    write_safetensors(path, entry.ids, entry.layer_ids, [entry.layer(i) for i in range(len(entry.layer_ids))],
-                      input=prompt, metadata={"model": spec.name, "dataset": entry.key["dataset"]})
+    layers = [entry.layer(i) for i in range(len(entry.layer_ids))]
+    metadata = {"model": spec.name, "dataset": entry.key["dataset"]}
+    try:
+        atomic_write_with(path, lambda tmp: write_safetensors(tmp, entry.ids, entry.layer_ids, layers, input=prompt,
+                                                              metadata=metadata))
+    except SafetensorError as exc:  # its I/O errors (a full disk) are not OSErrors
+        raise WriteError(f"cannot write {path}: {exc}") from exc
     zoo_entry = {
         "name": f"{spec.family}/{spec.name.split('/', 1)[1]}.features",
         "modality": spec.modality, "kind": spec.kind, "loader": "features", "source": f"./{path.name}",

@@ -105,6 +105,12 @@ class FeatureStore:
             return None
         return entry
 
+    def by_digest(self, digest: str) -> FeatureEntry | None:
+        """The complete entry `digest` (a record's `provenance.inputs` names its two), checked as `get`
+        checks one, or None."""
+        self.refuse_links(digest)
+        return self._load(digest)
+
     def links(self, digest: str) -> list[Path]:
         """The symbolic links among what the store uses of entry `digest` (lstat, never followed): its
         shard folder, lock files and entry folder, else everything in the entry folder and its partial/."""

@@ -4,7 +4,8 @@ Every writer goes through a temporary file in the target's folder, `fsync`, `os.
 of the folder; a failed write removes its temporary file, and a temporary file left by a killed writer
 (its name records its process, `platobench.files.staging`) is removed by the next write of that file. A new file gets the mode the umask allows (0644
 under umask 022, as `open` gives it) and an overwritten file keeps its mode, so results and caches can be
-shared (temporaries come from `new_temp`, not tempfile's private 0600 / 0700 ones). A folder is replaced
+shared (temporaries come from `new_temp`, not tempfile's private 0600 / 0700 ones; `atomic_write_with`
+gives that mode to a library's writer's file too). A folder is replaced
 whole by building it in a sibling staging folder and swapping it in (`atomic_dir`). An `OSError` (a full
 disk, a read-only folder) becomes one `WriteError` that names the path.
 """
@@ -17,7 +18,7 @@ import os
 import secrets
 import shutil
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -69,20 +70,19 @@ def _kept_mode(path: Path) -> int | None:
     return stat.S_IMODE(info.st_mode) if stat.S_ISREG(info.st_mode) else None
 
 
-def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
-    """Write `data` to `path` (parents created) through a fsynced temporary file and a rename; a new file
-    gets the umask's mode, an existing one keeps its own."""
+def atomic_write_with(path: str | Path, write: Callable[[Path], object]) -> Path:
+    """Write `path` (parents created) through `write(temporary path)`, a writer that takes a file name
+    (e.g. safetensors' `save_file`), then fsync and rename; the new file gets the umask's mode, an existing
+    one keeps its own, whatever mode the writer gave its file (safetensors writes a private 0600 one)."""
     path = Path(path)
     tmp: Path | None = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = new_temp(path.parent, path.name, ".tmp")
-        with os.fdopen(os.open(tmp, os.O_WRONLY | _NOFOLLOW), "wb") as fh:
-            if (mode := _kept_mode(path)) is not None:
-                os.fchmod(fh.fileno(), mode)
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
+        kept = _kept_mode(path)
+        mode = stat.S_IMODE(os.lstat(tmp).st_mode) if kept is None else kept  # new_temp's: the umask's
+        write(tmp)
+        _settle(tmp, mode)
         os.replace(tmp, path)
         tmp = None
         stamped.remove_stale(path.parent, path.name, ".tmp", files=True)  # of killed writes of this file
@@ -93,6 +93,28 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
             tmp.unlink(missing_ok=True)
     _fsync_dir(path.parent)
     return path
+
+
+def _settle(path: Path, mode: int) -> None:
+    """Give the written file `path` the permission bits `mode` and flush it to disk."""
+    fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
+    try:
+        os.fchmod(fd, mode)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_data(path: Path, data: bytes) -> None:
+    """`data` into the existing empty file `path`, never through a symbolic link."""
+    with os.fdopen(os.open(path, os.O_WRONLY | _NOFOLLOW), "wb") as fh:
+        fh.write(data)
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
+    """Write `data` to `path` (parents created) through a fsynced temporary file and a rename; a new file
+    gets the umask's mode, an existing one keeps its own."""
+    return atomic_write_with(path, lambda tmp: _write_data(tmp, data))
 
 
 def atomic_write_text(path: str | Path, text: str) -> Path:

@@ -16,7 +16,8 @@ permutation p-value at most .05, `baselines.exceeds_null`) is never ranked above
 ranked in two tiers, those that exceed their null first, each tier by raw score (the metric's direction,
 what PRH reports) with the tie rule above inside the tier; the second tier's ranks continue after the
 first's. A record without a null (or without an interval) cannot show that it exceeds one: it ranks in the
-second tier.
+second tier. A record with an integrity flag (a copy of the other side, a score at the metric's maximum:
+platobench/leaderboard/flags.py) is not ranked: it follows the ranked rows, its rank shown as "withheld".
 
 Baselines (zoo family `baseline/`, negative controls) stay in the ranked tables; every row carries its
 verdict against its own matched baselines (platobench/leaderboard/verdicts.py) and each board has one
@@ -31,7 +32,8 @@ from typing import Any
 
 from platobench.errors import UserError
 from platobench.leaderboard.baselines import exceeds_null, is_baseline
-from platobench.leaderboard.notes import MISSING, NOT_APPLICABLE, UNKNOWN, rank_labels, top5_of
+from platobench.leaderboard.flags import withheld
+from platobench.leaderboard.notes import MISSING, NOT_APPLICABLE, UNKNOWN, WITHHELD, rank_labels, top5_of
 from platobench.leaderboard.order import DEFAULT_MODALITIES, modality_label, record_key
 from platobench.leaderboard.paired import record_ranks
 from platobench.leaderboard.verdicts import Verdict, board_sentence, verdicts
@@ -140,17 +142,19 @@ def rank_records(records: list[ResultRecord]) -> list[Ranked]:
     """Ranks of records that share a protocol (module docstring): those that exceed their own null first,
     then the others, each tier best score first (the metric's direction; equal scores in order of the model
     names); a record its tie group's leader is not separated from shares the leader's rank
-    (`paired.record_ranks`, never across tiers); non-finite scores come last, unranked."""
+    (`paired.record_ranks`, never across tiers); rows with an integrity flag follow, unranked ("withheld"),
+    and non-finite scores come last, unranked ("missing")."""
     if not records:
         return []
     higher = records[0].metric.higher_is_better
     if any(r.metric.higher_is_better != higher for r in records):
         raise UserError("cannot rank records whose metrics disagree on the direction (higher/lower is better)")
-    scored = [r for r in records if finite(r.score)]
-    scored.sort(key=lambda r: (not exceeds_null(r), -r.score if higher else r.score, r.x.name, r.y.name))
+    order = lambda r: (-r.score if higher else r.score, r.x.name, r.y.name)  # noqa: E731
+    scored = sorted((r for r in records if finite(r.score) and not withheld(r)), key=lambda r: (not exceeds_null(r), *order(r)))
     above = sum(bool(exceeds_null(r)) for r in scored)
     ranks = record_ranks(scored[:above]) + [above + rank for rank in record_ranks(scored[above:])]
     out = [Ranked(rank, r, label) for rank, r, label in zip(ranks, scored, rank_labels(ranks))]
+    out += [Ranked(None, r, WITHHELD) for r in sorted((r for r in records if finite(r.score) and withheld(r)), key=order)]
     return out + [Ranked(None, r) for r in records if not finite(r.score)]
 
 

@@ -1,7 +1,21 @@
 """Flags: what a referee should know about a row before reading its score, read from the record alone.
 
-A flag never changes a score, rank or verdict; every board shows the flags of its rows (a `flags` column in
-leaderboard.csv, the Markdown and HTML tables and `run`'s board) and `FLAGS` says what each means:
+Every board shows the flags of its rows (a `flags` column in leaderboard.csv, the Markdown and HTML tables and
+`run`'s and `submit`'s boards) and `FLAGS` says what each means. Two are *integrity* flags (`INTEGRITY`): a
+row that carries one is not ranked (its rank is withheld, the row stays on the board with its verdict), so
+that a copy cannot top a board:
+
+- `copy`: one side's features are, up to rotation, isotropic scale and translation, another model's: the
+  largest linear CKA between a layer of one side and a layer of the other (`details.copy_cka`, computed when
+  the record is scored; platobench/bench/scoring.py) is at least `COPY_CKA`. A "text encoder" that looks its
+  caption up and returns the vision model's own features scores 1.000 there; on the committed boards no
+  pair of different models comes near it (tests/committed/test_integrity_flags.py gives the largest).
+- `at maximum`: a paired score equal to its metric's best value (mutual kNN 1, CKA 1, a residual 0), which
+  two different models do not reach.
+
+The others inform and change nothing:
+- `precomputed`: a side was read from a features file (`loader: features`): no model was run, so nothing
+  but the file says what produced the numbers.
 
 - `tied`: a chosen layer's neighbour lists are mostly ties (more than `TIED_SHARE` of the samples' k-th
   neighbour is tied, `details.tie_share` of the record; platobench/metrics/knn.py). The list is then a
@@ -15,11 +29,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from platobench.leaderboard.consistency import best_value
 from platobench.results import ModelRef, ResultRecord
 
 TIED_SHARE = 0.5
+COPY_CKA = 0.99
+COPY, AT_MAX, PRECOMPUTED = "copy", "at maximum", "precomputed"
 TIED, FITTED, TRAINED = "tied", "fitted on eval", "trained on eval"
+INTEGRITY = frozenset({COPY, AT_MAX})
 FLAGS = {
+    COPY: f"one side's features are another model's up to rotation and scale (linear CKA >= {COPY_CKA} between a "
+          "layer of each side): rank withheld",
+    AT_MAX: "the score is its metric's best possible value, which two different models do not reach: rank withheld",
+    PRECOMPUTED: "a side was read from a features file (loader: features): no model was run",
     TIED: f"more than {TIED_SHARE:.0%} of the samples' k-th neighbour is tied at a chosen layer: the neighbour lists "
           "there are a choice among equal inner products",
     FITTED: "a model was fitted on the evaluation data (its zoo entry: fitted_on_eval)",
@@ -57,9 +79,25 @@ def _tied(record: ResultRecord) -> bool:
     return False
 
 
+def _copied(record: ResultRecord) -> bool:
+    value = record.details.get("copy_cka") if isinstance(record.details, dict) else None
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value >= COPY_CKA
+
+
+def _at_max(record: ResultRecord) -> bool:
+    best = best_value(record)
+    return record.kind == "paired" and best is not None and record.score == best
+
+
 def record_flags(record: ResultRecord) -> list[str]:
     """The flags of `record` (module docstring), in the order of `FLAGS`."""
     out = []
+    if _copied(record):
+        out.append(COPY)
+    if _at_max(record):
+        out.append(AT_MAX)
+    if any(side.loader == "features" for side in (record.x, record.y)):
+        out.append(PRECOMPUTED)
     if _tied(record):
         out.append(TIED)
     if any(side.fitted_on_eval for side in (record.x, record.y)):
@@ -67,6 +105,11 @@ def record_flags(record: ResultRecord) -> list[str]:
     if any(trains_on(side, record.dataset.name) for side in (record.x, record.y)):
         out.append(TRAINED)
     return out
+
+
+def withheld(record: ResultRecord) -> bool:
+    """Whether the record carries an integrity flag, so that the board withholds its rank."""
+    return bool(INTEGRITY.intersection(record_flags(record)))
 
 
 def flags_note(records: Sequence[ResultRecord]) -> str | None:
@@ -77,4 +120,5 @@ def flags_note(records: Sequence[ResultRecord]) -> str | None:
     return "flags: " + "; ".join(f"{name}: {text}" for name, text in FLAGS.items() if name in shown) + "."
 
 
-__all__ = ["FITTED", "FLAGS", "TIED", "TIED_SHARE", "TRAINED", "flags_note", "record_flags", "trains_on"]
+__all__ = ["AT_MAX", "COPY", "COPY_CKA", "FITTED", "FLAGS", "INTEGRITY", "PRECOMPUTED", "TIED", "TIED_SHARE", "TRAINED",
+           "flags_note", "record_flags", "trains_on", "withheld"]

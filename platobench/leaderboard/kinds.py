@@ -24,13 +24,16 @@ class RecordKind:
     permutation null's mean, toward the metric's best value), "chance" (the chance level, toward 1) or
     "none" (no calibrated score). `top5`: boards show top-5 accuracy and its chance beside the score.
     `paired_draws`: records state subset scores and null draws that pair draw by draw with their controls'.
-    `alignment_plots`: the size and LLM-vs-JEPA plots apply (not to captioning scores)."""
+    `alignment_plots`: the size and LLM-vs-JEPA plots apply (not to captioning scores). `verdicts`: its
+    records are judged against matched baseline records (platobench/leaderboard/verdicts.py); a stitch
+    board's controls are its own map variants, in its own table."""
 
     order: int
     calibration: Literal["null", "chance", "none"] = "null"
     top5: bool = False
     paired_draws: bool = False
     alignment_plots: bool = True
+    verdicts: bool = True
 
 
 #: The view of a record whose kind no one registered.
@@ -39,7 +42,7 @@ GENERIC = RecordKind(order=4)
 RECORD_KINDS: Registry[RecordKind] = Registry("record kind")
 RECORD_KINDS.register("paired", RecordKind(order=0, paired_draws=True))
 RECORD_KINDS.register("zeroshot", RecordKind(order=2, calibration="chance", top5=True))
-RECORD_KINDS.register("stitch", RecordKind(order=3, calibration="none", alignment_plots=False))
+RECORD_KINDS.register("stitch", RecordKind(order=3, calibration="none", alignment_plots=False, verdicts=False))
 
 
 def record_kind(kind: str) -> RecordKind:

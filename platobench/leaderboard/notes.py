@@ -22,6 +22,7 @@ UNKNOWN = "unknown"  # a parameter count a real model's record does not give
 PARAMS_RULE = (f"Parameter counts: {NOT_APPLICABLE} = not applicable (a baseline without learned weights), "
                f"{UNKNOWN} = a real model whose record gives no count.")
 
+WITHHELD = "withheld"  # the rank of a row with an integrity flag (platobench/leaderboard/flags.py)
 TIE_RULE = ("Rows that exceed their own null (calibrated CI above 0, p ≤ .05) rank first, the others after "
             "them, each tier best score first. A rank marked = is shared: walking down a tier, a row joins the "
             "group of the row that leads it unless their paired difference on the same subsets separates them "

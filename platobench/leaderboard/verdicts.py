@@ -29,7 +29,9 @@ a statement about one pair, so it reads nothing but the record and its own match
   controls exceeds its null, the bar is the pair's own null: "not above its null" or "below its null".
 
 Baseline records get "baseline" or "baseline (at null)" (it does not exceed its own null); a real record
-without a finite score gets "no score", one without any matched control "no matched baseline".
+without a finite score gets "no score", one without any matched control "no matched baseline". A record of a
+kind that is not judged against baselines (a stitch record: its controls are its own map variants,
+platobench/leaderboard/kinds.py) gets no verdict (empty text).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from platobench.leaderboard.baselines import (
     matched_controls,
     strongest_baseline,
 )
+from platobench.leaderboard.kinds import record_kind
 from platobench.leaderboard.paired import calibrated_difference
 from platobench.results import ResultRecord
 
@@ -85,6 +88,8 @@ def _finite(value: float | None) -> bool:
 def judge(record: ResultRecord, pool: Iterable[ResultRecord]) -> Verdict:
     """The verdict of `record` against its matched controls among `pool` (module docstring); `pool` may hold
     any records (other boards, the record itself): only the record's own controls are read."""
+    if not record_kind(record.kind).verdicts:
+        return Verdict("")
     if is_baseline_record(record):
         return Verdict(BASELINE + (AT_NULL if exceeds_null(record) is False else ""))
     if not _finite(record.score):
@@ -151,7 +156,9 @@ def board_sentence(records: Iterable[ResultRecord], pool: Iterable[ResultRecord]
     """One sentence (or two) for the foot of a board's table: how the board's real pairs fare against their
     matched controls, counted by verdict and by the rule that gave it."""
     records = list(records)
-    real = [r for r in records if not is_baseline_record(r)]
+    real = [r for r in records if not is_baseline_record(r) and record_kind(r.kind).verdicts]
+    if not any(record_kind(r.kind).verdicts for r in records):
+        return ""
     if not real:
         strongest = strongest_baseline(records)
         bar = _describe(strongest) if strongest is not None else "none: no baseline exceeds its own null"

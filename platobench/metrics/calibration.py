@@ -32,9 +32,9 @@ import math
 import re
 import sys
 import time
-from pathlib import Path
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np

@@ -69,20 +69,22 @@ class _Strict(BaseModel):
 
 
 class ModelRef(_Strict):
-    """A model as a record names it; `trained_on` and `fitted_on_eval` restate the zoo entry's disclosure
-    (None: not stated), which the board marks (platobench/leaderboard/flags.py)."""
+    """A model as a record names it; `loader` restates the zoo entry's loader (None in records written
+    before it was stated), and `trained_on` and `fitted_on_eval` its disclosure (None: not stated), which
+    the board marks (platobench/leaderboard/flags.py)."""
 
     name: ModelName
     revision: str | None = None
     params_m: Number | None = Field(default=None, gt=0, allow_inf_nan=False)  # the plots put it on a log axis
     kind: str | None = None
+    loader: str | None = Field(default=None, max_length=100)
     trained_on: list[Annotated[str, Field(min_length=1, max_length=200)]] | None = Field(default=None, max_length=200)
     fitted_on_eval: bool | None = None
 
     @model_serializer(mode="wrap")
     def _omit_unstated(self, handler: Any) -> dict[str, Any]:
         """A model without disclosures (or a record written before they existed) is written without them."""
-        return _omit_none(handler(self), "trained_on", "fitted_on_eval")
+        return _omit_none(handler(self), "loader", "trained_on", "fitted_on_eval")
 
 
 def check_input(value: str) -> str:

@@ -18,6 +18,7 @@ follow `platobench.files.ids`; error messages quote at most a short prefix of an
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -141,7 +142,7 @@ def _read_models(entries: Any, result: ZooFile, for_extraction: bool) -> list[st
         try:
             spec = ModelSpec.model_validate(_resolve_local_source(dict(entry), path.parent))
         except pydantic.ValidationError as exc:
-            problems.extend(f"{where}: {label}: {field_problem(err, allowed)}" for err in exc.errors())
+            problems.extend(f"{where}: {label}: {_field_problem(err, allowed)}" for err in exc.errors())
             continue
         problem = spec.extraction_problem() if for_extraction else None
         if problem is not None:
@@ -155,6 +156,24 @@ def _read_models(entries: Any, result: ZooFile, for_extraction: bool) -> list[st
         result.lines[spec.name] = line
         result.models.append(spec)
     return problems
+
+
+def _field_problem(error: dict[str, Any], allowed: tuple[str, ...]) -> str:
+    """`field_problem`'s line for one pydantic error; for an unknown key that only looks like an allowed
+    one, also what differs: characters outside printable ASCII (a Cyrillic 'ѕ' for an 's', a no-break
+    space) by code point and name, or spaces around it. Its suggestion would otherwise read as the very
+    key refused."""
+    line = field_problem(error, allowed)
+    key = error["loc"][-1] if error["type"] == "extra_forbidden" and error["loc"] else None
+    if not isinstance(key, str):
+        return line
+    odd = [c for c in dict.fromkeys(key) if not (c.isascii() and c.isprintable())]
+    if odd:
+        names = ", ".join(f"U+{ord(c):04X} {unicodedata.name(c, 'without a name')}" for c in odd[:3])
+        return f"{line}; the key holds {names}, not printable ASCII"
+    if key != key.strip():
+        return f"{line}; the key has spaces around it"
+    return line
 
 
 def _read_sets(raw_sets: Any, result: ZooFile) -> list[str]:

@@ -59,9 +59,15 @@ class Zoo:
         return [set_name for set_name, members in self._sets.items() if spec.name in members]
 
     def get(self, name: str) -> ModelSpec:
-        """The spec called `name` (case-insensitive). Unknown names raise UserError with the closest names."""
+        """The spec called `name` (case-insensitive). Unknown names raise UserError with the closest names, or
+        the set's members when `name` is a set."""
         spec = self._specs.get(name.lower())
         if spec is None:
+            members = self._sets.get(name.lower())
+            if members is not None:
+                few = ", ".join(members[:3]) + (", ..." if len(members) > 3 else "")
+                raise UserError(f"unknown model {shown(name)}: {shown(name)} is a set of {len(members)} models "
+                                f"({few}), not one model; name one of them")
             raise UserError(f"unknown model {shown(name)}{self._suggestion(name)}")
         return spec
 
@@ -115,7 +121,7 @@ class Zoo:
         prefixed = [n for n in candidates.values() if n.startswith(key)]
         contained = [n for n in candidates.values() if key in n]
         close = [candidates[c] for c in difflib.get_close_matches(key, list(candidates), n=6, cutoff=0.6)]
-        picks = list(dict.fromkeys(prefixed + contained + close))[:3]
+        picks = [n for n in dict.fromkeys(prefixed + contained + close) if n != key][:3]  # never the name refused
         if not picks:
             return " (see `platobench zoo list`)"
         return f" (did you mean: {', '.join(picks)}?)"

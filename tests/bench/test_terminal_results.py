@@ -87,7 +87,7 @@ def test_plain_board_has_a_rank_column_and_is_what_a_pipe_gets():
     text = terminal_board.render(records)
     lines = text.split("== x:")[1].splitlines()
     header = next(line for line in lines if line.startswith("rank"))
-    assert header.split() == [c for c in terminal_board.COLUMNS if c != "p"]  # every p is 0.010: left out
+    assert header.split() == [c for c in terminal_board.COLUMNS if c not in ("p", "flags")]  # every p is 0.010; no flag
     assert "p column left out: every p is 0.010." in text
     ranked = [line.split()[:2] for line in lines if line.split()[:1] in (["1"], ["3"], ["4"], ["5"])]
     assert ranked[:3] == [["1", "demo/l0"], ["1", "demo/l1"], ["3", "demo/l2"]]
@@ -107,7 +107,7 @@ def test_rich_board_draws_boxes_with_the_same_numbers():
     assert "────" in text and "----" not in text  # rich's rule under the header, not the plain dashes
     assert "rank" in text and "calib" in text
     plain_cells = {c.strip() for line in terminal_board.render(records).splitlines() for c in line.split("  ")}
-    for cell in ["0.500", "[0.480, 0.520]", "0.490", "beats", "strongest"]:
+    for cell in ["0.500", "[0.480, 0.520]", "0.490", "beats", "baseline"]:
         assert cell in plain_cells and cell in text, cell
     assert "p column left out: every p is 0.010." in text
     assert text.index("== x:") < text.index("== lo:")  # the mutual kNN (headline) setting first, as in the plain text

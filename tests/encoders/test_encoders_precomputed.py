@@ -94,7 +94,8 @@ def test_a_limit_prefix_of_the_file_is_served_and_other_extra_ids_are_refused(tm
     entry, _ = ex.extract(features_spec(file), fewer, store=FeatureStore(tmp_path / "f"), progress=False)
     assert entry.ids == list(dataset.ids[:8])
     table = precomputed.load(features_spec(file))
-    with pytest.raises(UserError, match=r"holds 19 ids that dataset d does not: .* a --limit prefix"):
+    with pytest.raises(UserError, match=r"holds 20 ids, 19 of them beyond the 1 samples of dataset d read here .* a "
+                                        r"--limit run reads it only when its first 1 rows are those samples"):
         table.positions("d", [dataset.ids[3]], "caption:0")
 
 

@@ -312,18 +312,22 @@ def test_the_timer_restores_an_outer_timer_and_handler():
         signal.signal(signal.SIGALRM, previous)
 
 
-def test_off_the_main_thread_a_call_has_no_limit():
-    done = []
+def test_off_the_main_thread_a_call_is_not_interrupted_but_fails_when_it_returns_late():
+    done, caught = [], []
 
     def work() -> None:
-        with guard.encoder_call("t/x", "encode", 0.05):
-            time.sleep(0.3)
-        done.append(True)
+        try:
+            with guard.encoder_call("t/x", "encode", 0.05):
+                time.sleep(0.3)
+                done.append(True)
+        except guard.EncoderTimeoutError as exc:
+            caught.append(str(exc))
 
     thread = threading.Thread(target=work)
     thread.start()
     thread.join()
-    assert done == [True]
+    assert done == [True] and len(caught) == 1
+    assert "model t/x: encode returned after 0.3 s, past its limit of 0.05 s" in caught[0]
 
 
 # ---------------------------------------------------------------------------------------------- mock pass

@@ -125,7 +125,7 @@ def test_submit_trusts_the_encoders_it_names_only(evil, monkeypatch):
     tmp, marker = evil
     seen = []
     monkeypatch.setattr(submit, "mock_pass", lambda spec, *a, **k: seen.append(python_code.allowed_patterns())
-                        or submit.MockReport(spec.name, 2, [0], [3], 0.0, 0.0))
+                        or submit.MockReport(spec.name, 2, [0], [3], 0.0, 0.0, 0.0))
     assert main(["submit", "evil.yaml", "--mock-only", "--settings", "tiny", "--settings-file", "tiny.yaml"]) == 0
     assert main(["submit", "evil.yaml", "--mock-only", "--settings", "tiny", "--settings-file", "tiny.yaml",
                  "--trust-code", "x/*"]) == 0

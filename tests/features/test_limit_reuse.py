@@ -294,8 +294,8 @@ def test_the_inputs_memo_is_keyed_by_the_limit():
     from platobench.bench.settings import Catalog
 
     setting, memo = Catalog().settings["demo-mknn"], {}
-    sizes = [len(job_inputs(setting, limit, memo).dataset) for limit in (8, 16, 8)]
-    assert sizes == [8, 16, 8] and len(memo) == 2
+    sizes = [len(job_inputs(setting, limit, memo).dataset) for limit in (24, 32, 24)]  # limits it can score
+    assert sizes == [24, 32, 24] and len(memo) == 2
 
 
 def test_a_record_drawn_under_an_older_interval_scheme_is_recomputed(tmp_path, monkeypatch):

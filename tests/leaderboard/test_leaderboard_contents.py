@@ -110,7 +110,7 @@ def test_zero_shot_boards_show_top5_with_its_chance_and_no_other_board_does():
     page = html_page.render(lb.build_boards(records), records, [], {})
     payload = json.loads(re.search(r'id="pb-data">(.*?)</script>', page, re.DOTALL).group(1))
     hide = {b["rows"][0]["cells"]["score"]: b["hide"] for b in payload["boards"]}
-    assert sorted(map(tuple, hide.values())) == [("in_sample",), ("top5", "in_sample")]
+    assert sorted(map(tuple, hide.values())) == [("in_sample", "flags"), ("top5", "in_sample", "flags")]
     rows = {r["x"]: r for r in csv.DictReader(io.StringIO(csv_table.csv_text(lb.build_boards(records))))}
     assert (rows["demo/minilm-l6"]["top5"], rows["demo/minilm-l6"]["chance_top5"]) in {("0.7", "0.625")}
 
@@ -135,7 +135,7 @@ def test_a_heldout_board_shows_its_in_sample_best_beside_the_ranked_score():
     page = html_page.render(lb.build_boards(records), records, [], {})
     payload = json.loads(re.search(r'id="pb-data">(.*?)</script>', page, re.DOTALL).group(1))
     hide = {b["rows"][0]["cells"]["score"]: b["hide"] for b in payload["boards"]}
-    assert hide == {"0.200": ["top5"], "0.300": ["top5", "in_sample"]}
+    assert hide == {"0.200": ["top5", "flags"], "0.300": ["top5", "in_sample", "flags"]}
     rows = list(csv.DictReader(io.StringIO(csv_table.csv_text(lb.build_boards(records)))))
     assert {(r["setting"], r["x"]): r["in_sample_best"] for r in rows} == {
         ("p-ho", "demo/minilm-l6"): "0.25", ("p-ho", "demo/minilm-l3"): "", ("p-best", "demo/minilm-l6"): ""}
