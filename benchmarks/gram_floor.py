@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=2, help="torch and BLAS threads (default 2)")
     ap.add_argument("--repeats", type=int, default=3, help="runs per engine, best kept (default 3)")
     ap.add_argument("--json", action="store_true", help="print JSON instead of markdown")
-    args = parse_tiny(ap, argv, n=64, width=32, repeats=1)
+    args = parse_tiny(ap, argv, n=64, width=32, repeats=1, before="HEAD")  # HEAD: in a shallow clone too
     torch.set_num_threads(args.threads)
     if args.worker:
         _worker(args.worker, args.n, args.width, args.grid_out)

@@ -206,7 +206,7 @@ class Checker:
             out.mismatches.append(Mismatch("score", record.score, why[:300]))
             out.status = "invalid"
             return out, None
-        out.diffs = compare(record, new, statistics=self.statistics)
+        out.diffs = compare(record, new, statistics=self.statistics, perturbed=bool(self.perturb))
         out.mismatches += mismatches(record, new, statistics=self.statistics)
         out.layers = (record.layers, new.layers)
         return out, new

@@ -11,7 +11,8 @@ tests read from them (`platobench check` recomputes each record's verdict agains
 Everything else is stated, not measured, and must equal exactly what would be run (`mismatches` ->
 `Mismatch`): the setting id and kind, the metric (id, resolved params, preprocessing, selection,
 direction), each model's name, revision, size, kind, loader and disclosures (`trained_on`, `fitted_on_eval`), the dataset's name, revision, n and fingerprint,
-the null's draws and seed, the interval's method and estimand, and the chosen layers (`chosen_layers`, which allows only a near tie).
+the null's draws and seed, the interval's method and estimand, the layers left out of the grid and the held-out
+halves' sizes, and the chosen layers (`chosen_layers`, which allows only a near tie).
 """
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ STATED_SINCE_DRAWS = frozenset({"ci.scheme", "ci.subset_size"})  # absent from r
 HELDOUT_FIELDS = ("in_sample", "full_grid_best.score")
 # measured values of a paired record's details that a board reads (its flags), compared as scores are
 DETAIL_FIELDS = ("copy_cka",)
+# what a record states of its own grid and halves: which layers were left out, how the held-out halves split
+# the samples (their sizes); each must be exactly what the recomputation left out and split
+DETAIL_EXACT_FIELDS = ("details.excluded_layers.x", "details.excluded_layers.y", "details.heldout_selection.halves")
 SETTING_IGNORED = frozenset({"description"})  # a setting's fields that are not part of the protocol
 
 
@@ -96,16 +100,18 @@ def _both(old: ResultRecord, new: ResultRecord, path: str) -> bool:
     return _get(old, parent) is not None and _get(new, parent) is not None
 
 
-def compare(old: ResultRecord, new: ResultRecord, *, statistics: bool = True) -> list[Diff]:
+def compare(old: ResultRecord, new: ResultRecord, *, statistics: bool = True, perturbed: bool = False) -> list[Diff]:
     """Differences between a recorded and a recomputed record: the scores and chance, (with `statistics`)
     the calibrated score, null mean/std/p-value and CI bounds/level, and the largest cell difference of
-    the layer grid. A value absent on both sides is equal and left out."""
+    the layer grid. A value absent on both sides is equal and left out. `perturbed` (features under
+    `--perturb` noise): the shares of tied neighbour lists are not compared, since the noise breaks the exact
+    ties (of duplicate rows) that every CPU keeps."""
     fields = [*SCORE_FIELDS]
     if statistics:
         fields += [*STAT_FIELDS, *(f for f in STAT_DETAIL_FIELDS if _both(old, new, f))]
     diffs = [_diff(f, _number(old, f), _number(new, f)) for f in fields]
     diffs = [d for d in diffs if d.recorded is not None or d.recomputed is not None]
-    diffs += _heldout_diffs(old, new) + _tie_diffs(old, new) + _detail_diffs(old, new)
+    diffs += _heldout_diffs(old, new) + ([] if perturbed else _tie_diffs(old, new)) + _detail_diffs(old, new)
     if old.grid is not None or new.grid is not None:
         if old.grid is None or new.grid is None or [len(r) for r in old.grid] != [len(r) for r in new.grid]:
             shape = lambda g: None if g is None else f"{len(g)}x{len(g[0])}"
@@ -174,7 +180,7 @@ def mismatches(old: ResultRecord, new: ResultRecord, *, statistics: bool = True)
     null's n_perm and seed and the interval's method and estimand with `statistics`, where both records
     have a null / an interval)."""
     a, b = old.model_dump(mode="json"), new.model_dump(mode="json")
-    fields = [*EXACT_FIELDS]
+    fields = [*EXACT_FIELDS, *(f for f in DETAIL_EXACT_FIELDS if _json_at(a, f) is not None or _json_at(b, f) is not None)]
     if statistics:
         fields += [f for f in EXACT_STAT_FIELDS if _both(old, new, f)
                    and (f not in STATED_SINCE_DRAWS or _json_at(a, f) is not None)]

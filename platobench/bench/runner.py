@@ -21,6 +21,7 @@ from platobench.bench.settings import Setting
 from platobench.encoders import layer_count_of
 from platobench.encoders.runtime import resolve_device
 from platobench.errors import UserError
+from platobench.files.ids import shown
 from platobench.features.extract import extract, feature_key, parallel_state
 from platobench.features.slices import cached_superset
 from platobench.features.store import FeatureEntry, FeatureStore
@@ -224,6 +225,49 @@ def prepare_inputs(jobs: list[Job], opts: RunOptions, cache: dict[Any, Any]) -> 
                   file=sys.stderr, flush=True)
 
 
+def rank_plan(jobs: list[Job], pending: list[bool], limit: int | None, inputs: Any, device: Any) -> dict[str, Any]:
+    """What one process of a launcher means to extract: its --limit, its jobs (labels, and whether each is
+    to be computed as the main process decided) and, for those, the full feature key of each side (model,
+    revision, dtype, pooling, layers, dataset revision, ids hash, prompt, options)."""
+    keys = {}
+    for job, todo in zip(jobs, pending):
+        if todo:
+            job_in = inputs(job)
+            for i, spec in enumerate(job.pair):
+                keys[f"{job.label} / {spec.name}"] = feature_key(spec, job_in.side(i).data, prompt=job_in.side(i).prompt,
+                                                                  device=device).as_dict()
+    return {"limit": limit, "jobs": [job.label for job in jobs], "pending": list(pending), "keys": keys}
+
+
+def gather_plans(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every process's `rank_plan`, by rank (a collective: every process of the launcher calls it)."""
+    from accelerate.utils import gather_object
+
+    return gather_object([plan])
+
+
+def plan_disagreement(plans: list[dict[str, Any]]) -> str | None:
+    """Why the processes of a launcher cannot extract together, naming the first rank and field that differ
+    from rank 0's plan (another --limit, other jobs, another feature key: another zoo entry, revision or
+    encoder code), or None when they agree. Checked before any process encodes: merged chunks of two
+    different encoders would be one entry of neither."""
+    first = plans[0]
+    for rank, plan in enumerate(plans[1:], start=1):
+        for field in ("limit", "jobs", "pending"):
+            if plan[field] != first[field]:
+                return (f"the processes of this launch disagree on the plan: rank {rank}'s {field} is "
+                        f"{shown(plan[field], 200)}, rank 0's {shown(first[field], 200)}; start every process with "
+                        "the same command, zoo and code")
+        for name in sorted(first["keys"].keys() | plan["keys"].keys()):
+            a, b = first["keys"].get(name, {}), plan["keys"].get(name, {})
+            for key_field in sorted(a.keys() | b.keys()):
+                if a.get(key_field) != b.get(key_field):
+                    return (f"the processes of this launch disagree on the plan: for {name}, rank {rank}'s feature "
+                            f"key has {key_field} = {shown(b.get(key_field), 120)}, rank 0's "
+                            f"{shown(a.get(key_field), 120)}; start every process with the same command, zoo and code")
+    return None
+
+
 def record_up_to_date(path: Path, inputs: dict[str, Any], setting: Setting, limit: int | None,
                       pair: tuple[ModelSpec, ModelSpec]) -> bool:
     """The record at `path` was computed from these feature entries, this setting and this --limit (a
@@ -362,6 +406,11 @@ def execute(
     if refusal is not None:
         raise UserError(refusal)
     if state is not None:
+        plan = rank_plan(jobs, pending, opts.limit, lambda job: job_inputs(job.setting, opts.limit, inputs_cache, job.pair),
+                         dev)
+        disagreement = plan_disagreement(gather_plans(plan))
+        if disagreement is not None:
+            raise UserError(disagreement)
         for job, todo in zip(jobs, pending):
             if todo:
                 job_in = job_inputs(job.setting, opts.limit, inputs_cache, job.pair)

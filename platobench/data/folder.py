@@ -207,6 +207,17 @@ def paired(name: str, rows: Rows, *, limit: int | None = None, max_caption_chars
     return PairedDataset(name, rows.revision, rows.ids[:n], views[:n], rows.loader(n))
 
 
+def _label_index(name: str, sample: str, value: Any) -> int:
+    """An integer label (a JSON integer, or a string of digits): never a float, a bool or anything
+    `int()` would round or read (1.7 is no class index)."""
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value.strip())
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise UserError(f"dataset {name!r}: sample {shown(sample)} has label {shown(value)}: labels must be class "
+                    "names or integer indices into class_names")
+
+
 def classes(name: str, rows: Rows, templates: list[str], class_names: list[str] | None) -> ClassDataset:
     """The class dataset of `rows`: labels are names (classes sorted, unless `class_names` orders them) or
     indices into `class_names`."""
@@ -223,10 +234,7 @@ def classes(name: str, rows: Rows, templates: list[str], class_names: list[str] 
     else:
         if class_names is None:
             raise UserError(f"dataset {name!r}: integer labels need class_names in the datasets file")
-        try:
-            labels = [int(v) for v in raw]
-        except (TypeError, ValueError) as exc:
-            raise UserError(f"dataset {name!r}: labels must be class names or integers ({exc})") from exc
+        labels = [_label_index(name, sid, v) for sid, v in zip(rows.ids, raw)]
         bad = [sid for sid, y in zip(rows.ids, labels) if not 0 <= y < len(class_names)]
         if bad:
             raise UserError(f"dataset {name!r}: {len(bad)} label(s) outside 0..{len(class_names) - 1} "

@@ -44,6 +44,7 @@ from filelock import FileLock, Timeout
 
 from platobench.errors import UserError
 from platobench.files import staging
+from platobench.files.atomic import umask_modes
 from platobench.paths import home as default_home
 from platobench.paths import models_dir, shell_home
 
@@ -441,6 +442,7 @@ def prepare(asset_id: str, home: Path | None = None, *, force: bool = False) -> 
                     f"reinstall: {asset.install_hint}"
                 )
             asset.convert(source, work)
+            umask_modes(work)  # transformers saves through safetensors, whose files are 0600 (before the digests: ctime)
             marker = {
                 "asset": asset.id,
                 "distribution": asset.distribution,

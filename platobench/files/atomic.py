@@ -136,6 +136,17 @@ def _folder_mode(target: Path) -> int:
     return 0o777 & ~umask
 
 
+def umask_modes(folder: Path) -> None:
+    """Give every file under `folder` the mode the umask allows for a new file (0644 under umask 022) and
+    every folder (itself included) the mode for a new folder: what libraries write privately (safetensors'
+    0600) becomes shareable like every other file of the cache."""
+    umask = os.umask(0)
+    os.umask(umask)
+    for path in [folder, *folder.rglob("*")]:
+        if not path.is_symlink():
+            path.chmod((0o777 if path.is_dir() else 0o666) & ~umask)
+
+
 def _clear_killed(target: Path) -> None:
     """Remove the staging folders of `target` left by killed processes (live ones stay). A process killed
     between the two renames of the swap left `target` absent and the previous folder in its `.old`

@@ -18,6 +18,11 @@ A record is a file anyone can edit. These rules need no features and no recomput
   as the rate schemes' fallback): the same draws read by another scheme give another width, so the scheme
   is not the record's choice.
 
+- each side's modality is its model's: the modality of the kind the side states
+  (`zoo.support.MODALITY_OF_KIND`), and, for a model of the built-in zoo, that entry's modality; a record
+  whose sides were relabelled (a vision x vision record edited into text x vision) would otherwise be ranked
+  on another modality pair's board.
+
 The leaderboard (and `submit`'s board) refuses a record that breaks one (`consistent_records` names it,
 as conflicting duplicates are named); `platobench check` reports it as invalid. Recomputing (`platobench
 check`) is still what shows that the numbers are right; this only shows that they are not contradictory.
@@ -86,12 +91,42 @@ def inconsistencies(record: ResultRecord) -> list[str]:
         if not null.std >= 0:
             problems.append(f"null std {null.std} is negative")
     problems += _draws_problems(record)
+    problems += _modality_problems(record)
     if record_kind(record.kind).calibration != "none":
         expected = _expected_calibrated(record)
         stated = record.calibrated
         if (stated is None) != (expected is None) or (
                 stated is not None and expected is not None and abs(stated - expected) > CALIBRATED_TOL):
             problems.append(f"calibrated score {stated} does not follow from the score and the null (expected {expected})")
+    return problems
+
+
+def _builtin_modalities() -> dict[str, str]:
+    """name -> modality of every model of the built-in zoo (read once)."""
+    global _BUILTIN
+    if _BUILTIN is None:
+        from platobench.zoo import load_zoo
+
+        _BUILTIN = {spec.name: spec.modality for spec in load_zoo(())}
+    return _BUILTIN
+
+
+_BUILTIN: dict[str, str] | None = None
+
+
+def _modality_problems(record: ResultRecord) -> list[str]:
+    """A side whose stated modality is not its kind's, or not its built-in zoo entry's."""
+    from platobench.zoo.support import MODALITY_OF_KIND
+
+    problems = []
+    for name, side in (("x", record.x), ("y", record.y)):
+        kind = MODALITY_OF_KIND.get(side.kind or "")
+        if kind is not None and kind != side.modality:
+            problems.append(f"side {name} ({side.name}) is stated {side.modality} but its kind {side.kind} is a {kind} model")
+        builtin = _builtin_modalities().get(side.name)
+        if builtin is not None and builtin != side.modality:
+            problems.append(f"side {name} ({side.name}) is stated {side.modality} but that model of the built-in zoo "
+                            f"is a {builtin} model")
     return problems
 
 

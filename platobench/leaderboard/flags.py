@@ -9,7 +9,7 @@ that a copy cannot top a board:
   largest linear CKA between a layer of one side and a layer of the other (`details.copy_cka`, computed when
   the record is scored; platobench/bench/scoring.py) is at least `COPY_CKA`. A "text encoder" that looks its
   caption up and returns the vision model's own features scores 1.000 there; on the committed boards no
-  pair of different models comes near it (tests/committed/test_integrity_flags.py gives the largest).
+  pair of different models comes near it (tests/committed/test_committed_flags.py gives the largest).
 - `at maximum`: a paired score equal to its metric's best value (mutual kNN 1, CKA 1, a residual 0), which
   two different models do not reach.
 

@@ -237,3 +237,21 @@ def test_a_recomputation_that_raises_fails_that_record_only(env, capsys):
     assert code == 1 and by["tiny-mknn"]["status"] == "invalid" and by["tiny-cka"]["status"] == "ok"
     (m,) = by["tiny-mknn"]["mismatches"]  # refused before any recomputation: k cannot be scored on these samples
     assert m["field"] == "setting_config" and "cannot score the" in m["expected"] and "k must be smaller" in m["expected"]
+
+
+@pytest.mark.parametrize(("change", "field"), [
+    (lambda d: d["details"]["excluded_layers"].update(x=[0]), "details.excluded_layers.x"),
+    (lambda d: d["details"].update(heldout_selection={"halves": [10, 14]}), "details.heldout_selection.halves"),
+    (lambda d: d["details"].update(copy_cka=0.5), None),
+])
+def test_what_a_record_states_of_its_grid_and_halves_is_verified(env, capsys, change, field):
+    """The layers a record says it left out, the sizes of held-out halves it states, and the copy statistic a
+    board flags from are each what the recomputation gives (an edited one fails)."""
+    results, _, files = env
+    edit(files["tiny-cka"], change)
+    code, out, by = report(capsys, results)
+    assert code == 1 and by["tiny-cka"]["status"] in ("invalid", "moved")
+    if field is not None:
+        assert field in [m["field"] for m in by["tiny-cka"]["mismatches"]]
+    else:
+        assert any(d["field"] == "details.copy_cka" and d["delta"] > 0.001 for d in by["tiny-cka"]["diffs"])

@@ -85,7 +85,7 @@ def test_too_few_samples_for_the_setting_fail_at_plan_time(tmp_path, monkeypatch
     files(tmp_path, n)
     assert run(tmp_path, setting) == 1
     (why,) = json.loads(capsys.readouterr().out)["failed"].values()
-    assert why.startswith(f"UserError: setting {setting} (mutual_knn) cannot score the {n} samples of dataset "
+    assert why.startswith(f"UnscorableSamplesError: setting {setting} (mutual_knn) cannot score the {n} samples of dataset "
                           f"few-ids: {problem}"), why
     assert "Traceback" not in why
     assert not (tmp_path / "home" / "features").exists() or not list((tmp_path / "home" / "features").rglob("*.json"))

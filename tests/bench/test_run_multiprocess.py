@@ -149,3 +149,47 @@ def same(a: object, b: object) -> bool:
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
     return a == b
+
+
+WRAPPER = '''
+import os
+import sys
+
+from platobench.cli import main
+
+# rank 1 starts with another argument than rank 0: the plan the processes must agree on differs
+args = [os.environ["PB_RANK1_ARG"] if a == "RANK_ARG" and os.environ.get("RANK") == "1" else
+        os.environ["PB_RANK0_ARG"] if a == "RANK_ARG" else a for a in sys.argv[1:]]
+sys.exit(main(args))
+'''
+
+
+@pytest.mark.parametrize(("flag", "rank0", "rank1", "said"), [
+    ("--limit", "300", "280", "rank 1's limit is 280, rank 0's 300"),
+    ("--zoo", "zoo.yaml", "zoo-other.yaml", "rank 1's feature key has layers = [1], rank 0's [0, 1]"),
+])
+def test_processes_that_disagree_on_the_plan_stop_before_encoding(tmp_path, flag, rank0, rank1, said):
+    """Ranks started with another --limit, or with another zoo entry of the same model, are refused before any
+    of them encodes, with the rank and the field named (they used to merge chunks of two encoders, or hang)."""
+    (tmp_path / "tiny.yaml").write_text(TINY_SETTINGS)
+    (tmp_path / "zoo.yaml").write_text(LOGGED_ZOO)
+    (tmp_path / "zoo-other.yaml").write_text(LOGGED_ZOO.replace("num_layers: 1", "num_layers: 1\n    layers: [1]"))
+    (tmp_path / "pb_logged_encoder.py").write_text(LOGGED_MODULE)
+    (tmp_path / "wrapper.py").write_text(WRAPPER)
+    home, log = tmp_path / "home", tmp_path / "log"
+    log.mkdir()
+    env = {**os.environ, ENV_VAR: str(home), "OMP_NUM_THREADS": "1", "PB_ENCODE_LOG": str(log),
+           "PB_RANK0_ARG": str(tmp_path / rank0) if flag == "--zoo" else rank0,
+           "PB_RANK1_ARG": str(tmp_path / rank1) if flag == "--zoo" else rank1,
+           "PYTHONPATH": os.pathsep.join(p for p in [str(tmp_path), os.environ.get("PYTHONPATH")] if p)}
+    zoo = ["--zoo", "RANK_ARG"] if flag == "--zoo" else ["--zoo", str(tmp_path / "zoo.yaml")]
+    limit = ["--limit", "RANK_ARG"] if flag == "--limit" else ["--limit", str(N)]
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+           str(tmp_path / "wrapper.py"), "run", "--pairs", PAIRS, "--settings", "tiny", "--settings-file",
+           str(tmp_path / "tiny.yaml"), *zoo, "--trust-code", LOGGED, *limit, "--workers", "0",
+           "--out", str(tmp_path / "out")]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
+    assert done.returncode != 0
+    assert "disagree on the plan" in done.stderr and said in done.stderr, done.stderr[-3000:]
+    assert not any(log.iterdir())  # no process encoded anything
+    assert not list((tmp_path / "out").rglob("*.json"))

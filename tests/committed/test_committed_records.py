@@ -57,17 +57,26 @@ def test_every_committed_record_is_schema_3_and_equals_its_older_originals_upgra
         == load_record(V2 / "stitch.json")
     # the paired records were recomputed after the rewrite (2026-12-06) to state their subset and permutation
     # draws; the zero-shot ones with 39 seeds (their v2 original is checked for its upgrade alone, in
-    # tests/bench/test_any_modality.py). A recomputed record keeps its original's measurement:
-    for name, path in {"paired": offline / "demo-mknn" / "demo--minilm-l6__demo--dinov2-s-imgfocus.json",
-                       "paired_tolerance": offline / "demo-mknn" / "baseline--caption-length__baseline--colour-histogram.json",
-                       }.items():
-        now, then = load_record(path), load_record(V2 / f"{name}.json")
-        assert (now.setting, now.x, now.y, now.dataset, now.layers) == (then.setting, then.x, then.y, then.dataset, then.layers)
-        assert now.score == pytest.approx(then.score, abs=1e-7) and now.null.p_value == then.null.p_value, name
-        # mutual kNN records were recomputed again for the rate scheme (2026-12-07): its first B subsets are
-        # the half-subsets of the original's interval, which they give back under the subsample rule
-        half = now.ci.draws[: len(now.ci.draws) // 2] if now.ci.scheme in ("rate", "arcsine_rate") else now.ci.draws
-        spread = t_quantile(now.ci.level, len(half) - 1) * subset_se(half, "subsample", now.dataset.n, now.ci.subset_size)
-        bounds = (max(now.score - spread, 0.0), min(now.score + spread, 1.0))
-        assert bounds == pytest.approx((then.ci.lo, then.ci.hi), abs=1e-4), name
-        assert then.ci.draws is None and now.ci.draws is not None and now.null.draws is not None, name
+    # tests/bench/test_any_modality.py). A recomputed record keeps its original's measurement (its sides now
+    # restate their loader and disclosures too):
+    def side(ref):
+        return (ref.name, ref.revision, ref.params_m, ref.kind, ref.modality, ref.input)
+
+    now, then = load_record(offline / "demo-mknn" / "demo--minilm-l6__demo--dinov2-s-imgfocus.json"), load_record(V2 / "paired.json")
+    assert (now.setting, side(now.x), side(now.y), now.dataset, now.layers) == (
+        then.setting, side(then.x), side(then.y), then.dataset, then.layers)
+    assert now.score == pytest.approx(then.score, abs=1e-7) and now.null.p_value == then.null.p_value
+    # mutual kNN records were recomputed again for the rate scheme (2026-12-07): its first B subsets are
+    # the half-subsets of the original's interval, which they give back under the subsample rule
+    half = now.ci.draws[: len(now.ci.draws) // 2] if now.ci.scheme in ("rate", "arcsine_rate") else now.ci.draws
+    spread = t_quantile(now.ci.level, len(half) - 1) * subset_se(half, "subsample", now.dataset.n, now.ci.subset_size)
+    bounds = (max(now.score - spread, 0.0), min(now.score + spread, 1.0))
+    assert bounds == pytest.approx((then.ci.lo, then.ci.hi), abs=1e-4)
+    assert then.ci.draws is None and now.ci.draws is not None and now.null.draws is not None
+    # a control whose lists tie (captions of equal length) was measured anew when ties began to count by their
+    # expected overlap (2026-12-07): the lower-index rule gave .041, the expectation .0305 (reports/offline-board.md)
+    now = load_record(offline / "demo-mknn" / "baseline--caption-length__baseline--colour-histogram.json")
+    then = load_record(V2 / "paired_tolerance.json")
+    assert then.metric.params.get("ties") is None and now.metric.params["ties"] == "expected"
+    assert then.score == pytest.approx(0.041, abs=5e-4) and now.score == pytest.approx(0.0305, abs=5e-4)
+    assert now.details["tie_share"]["x"] == [pytest.approx(0.8727, abs=1e-4)]

@@ -283,3 +283,21 @@ def test_a_second_zero_shot_run_on_another_label_column_is_scored_afresh(tmp_pat
     again = score("home", "cat_b")
     fresh = score("fresh", "cat_b")
     assert again == fresh and again != first
+
+
+def test_a_label_that_is_no_class_index_is_refused(tmp_path: Path) -> None:
+    """Integer labels index class_names; a float (1.7), a bool or a string that is no integer is refused by
+    sample, never rounded into a class."""
+    from platobench.errors import UserError
+
+    _folder(tmp_path)
+    rows = [json.loads(line) for line in (tmp_path / "img" / "m.jsonl").read_text().splitlines()]
+    entry = ("  a:\n    type: folder\n    kind: class\n    root: ./img\n    manifest: ./img/m.jsonl\n    licence: x\n"
+             "    label: k\n    class_names: [x, y]\n")
+    for bad in (1.7, True):
+        (tmp_path / "img" / "m.jsonl").write_text("".join(json.dumps({**r, "k": bad if i == 3 else i % 2}) + "\n"
+                                                          for i, r in enumerate(rows)))
+        with pytest.raises(UserError, match="sample 's3' has label"):
+            _fingerprint([_yaml(tmp_path, entry)])
+    (tmp_path / "img" / "m.jsonl").write_text("".join(json.dumps({**r, "k": str(i % 2)}) + "\n" for i, r in enumerate(rows)))
+    assert _fingerprint([_yaml(tmp_path, entry)])

@@ -65,6 +65,9 @@ PARSE_ONLY = {
     "--seeds 3": "half an hour; --quick is tested",
     "platobench run --pairs offline --settings demo-mknn,demo-cka,demo-rotation,oc-mknn,oc-cka --out results/offline "
     "--force": "recomputes 210 committed records (21 min); tests/committed/test_demo_regression.py checks a subset",
+    "platobench run --pairs offline --settings demo-mknn,oc-mknn,demo-mknn-ho --out results/offline --force":
+        "recomputes the 126 text x vision mutual kNN records (39 min); tests/committed/test_demo_regression.py "
+        "checks a subset",
     "platobench run --pairs offline --settings demo-cka,oc-cka --out results/offline":
         "recomputes the 84 CKA records whose interval scheme changed (about 10 min); "
         "tests/committed/test_demo_regression.py checks a subset",

@@ -2,6 +2,8 @@
 
 import dataclasses
 import json
+import os
+import stat
 
 import pytest
 
@@ -19,6 +21,9 @@ def test_prepare_minilm_records_source_and_is_idempotent(tmp_path):
     assert packaged.sha256_of(folder / "model.safetensors") == marker["sha256"]
     stamp = (folder / packaged.MARKER).stat().st_mtime_ns
     assert packaged.prepare("minilm-l6", tmp_path) == folder
+    umask = os.umask(0)
+    os.umask(umask)
+    assert {stat.S_IMODE(f.stat().st_mode) for f in folder.rglob("*") if f.is_file()} == {0o666 & ~umask}  # shareable
     assert (folder / packaged.MARKER).stat().st_mtime_ns == stamp  # not redone
     packaged.prepare("minilm-l6", tmp_path, force=True)
     assert packaged.is_prepared("minilm-l6", tmp_path)

@@ -343,3 +343,22 @@ def test_a_record_that_contradicts_itself_is_refused_by_name(tmp_path, capsys, e
     assert "demo/l0" in err and "contradicts itself" in err and why in err
     readme = (out / "README.md").read_text()
     assert "| demo/l1 |" in readme and "| demo/l0 |" not in readme
+
+
+def test_a_relabelled_vision_x_vision_record_is_refused_not_ranked_as_text_x_vision():
+    """A committed vision x vision record whose x side was edited into a text model (modality, input and kind
+    together) contradicts the model it names; half an edit contradicts its own kind."""
+    from pathlib import Path
+
+    from platobench.leaderboard.consistency import consistent_records, inconsistencies
+    from platobench.results import load_records
+
+    results = Path(__file__).resolve().parents[2] / "results" / "offline" / "demo-mknn"
+    record = next(r for r in load_records(results) if r.modalities == ("vision", "vision"))
+    whole = record.model_copy(update={"x": record.x.model_copy(update={
+        "modality": "text", "input": "caption:0", "kind": "text_encoder"})})
+    half = record.model_copy(update={"x": record.x.model_copy(update={"modality": "text", "input": "caption:0"})})
+    assert any("built-in zoo is a vision model" in p for p in inconsistencies(whole))
+    assert any("its kind vision_cnn is a vision model" in p for p in inconsistencies(half))
+    kept, problems = consistent_records([record, whole])
+    assert kept == [record] and len(problems) == 1

@@ -108,7 +108,7 @@ def test_descriptors_are_complete():
     assert {"cycle_knn", "lcs_knn", "mutual_knn"} <= set(knn) and all(i.endswith("knn") for i in knn)
     assert "cknna" not in knn and knn == sorted(knn)
     d = get_metric("mutual_knn").describe()
-    assert d["params"] == {"k": 10, "backend": "torch"} and d["higher_is_better"] is True
+    assert d["params"] == {"k": 10, "backend": "torch", "ties": "expected"} and d["higher_is_better"] is True
     assert get_metric("mutual_knn").chance(101, {"k": 10}) == pytest.approx(0.1)
 
 

@@ -188,7 +188,7 @@ def test_dtypes_are_read_from_the_declaration(monkeypatch: pytest.MonkeyPatch) -
 def test_zero_blocks_only_where_declared(monkeypatch: pytest.MonkeyPatch) -> None:
     text = error_text(**{**BERT, "num_layers": 0})
     assert "greater than 0" in text and "baseline, python" in text
-    baseline = {"name": "b/len", "modality": "text", "kind": "text_encoder", "loader": "baseline",
+    baseline = {"name": "baseline/len", "modality": "text", "kind": "text_encoder", "loader": "baseline",
                 "source": "caption-length", "pooling": "avg", "num_layers": 0}
     assert layer_ids_of(ModelSpec(**baseline)) == [0]
     declare(monkeypatch, "hf_text", no_blocks=True)
@@ -204,19 +204,30 @@ def test_zero_blocks_only_where_declared(monkeypatch: pytest.MonkeyPatch) -> Non
 def test_source_type_follows_the_declaration(loader: str, kind: str, source: str, expected: str) -> None:
     pooling = "avg" if kind == "vision_cnn" else "cls"
     revision = "main" if expected in {"hub", "timm", "openclip"} else None
-    spec = ModelSpec(name="x/y", modality="vision", kind=kind, loader=loader, source=source, revision=revision,
+    name = "baseline/y" if loader == "baseline" else "x/y"  # the family is the baseline loader's alone
+    spec = ModelSpec(name=name, modality="vision", kind=kind, loader=loader, source=source, revision=revision,
                      pooling=pooling)
     assert spec.source_type == expected
 
 
 def test_a_closed_source_list_is_enforced(monkeypatch: pytest.MonkeyPatch) -> None:
-    fields = {"name": "b/x", "modality": "vision", "kind": "vision_cnn", "loader": "baseline", "pooling": "avg"}
+    fields = {"name": "baseline/x", "modality": "vision", "kind": "vision_cnn", "loader": "baseline", "pooling": "avg"}
     assert "unknown baseline 'pixels' (known: random-init:minilm-l6" in error_text(**fields, source="pixels")
     declare(monkeypatch, "baseline", sources=(*support.BASELINE_SOURCES, "pixels"))
     assert ModelSpec(**fields, source="pixels").source_type == "baseline"
 
 
 # --- the plots read the declared kind families -----------------------------------------------------------
+
+
+def test_the_baseline_family_is_the_baseline_loaders_alone() -> None:
+    """Verdicts compare every pair with the built-in controls of the `baseline/` family: a user's entry of
+    another loader cannot join it, and a baseline entry cannot leave it."""
+    fields = {"modality": "vision", "kind": "vision_cnn", "pooling": "avg"}
+    assert "reserved to the built-in negative controls" in error_text(
+        **fields, name="baseline/mine", loader="timm", source="resnet18", revision="main")
+    assert "must be named 'baseline/...'" in error_text(**fields, name="mine/x", loader="baseline",
+                                                        source="colour-histogram")
 
 
 def test_plot_markers_come_from_the_kind_declarations(monkeypatch: pytest.MonkeyPatch) -> None:
