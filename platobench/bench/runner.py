@@ -21,10 +21,10 @@ from platobench.bench.settings import Setting
 from platobench.encoders import layer_count_of
 from platobench.encoders.runtime import resolve_device
 from platobench.errors import UserError
-from platobench.files.ids import shown
 from platobench.features.extract import extract, feature_key, parallel_state
 from platobench.features.slices import cached_superset
 from platobench.features.store import FeatureEntry, FeatureStore
+from platobench.files.ids import shown
 from platobench.metrics import get_metric
 from platobench.metrics.stats import draw_bars, interval_scheme
 from platobench.results import ResultRecord, load_record, record_limit, record_path, write_record
@@ -253,10 +253,10 @@ def plan_disagreement(plans: list[dict[str, Any]]) -> str | None:
     different encoders would be one entry of neither."""
     first = plans[0]
     for rank, plan in enumerate(plans[1:], start=1):
-        for field in ("limit", "jobs", "pending"):
-            if plan[field] != first[field]:
-                return (f"the processes of this launch disagree on the plan: rank {rank}'s {field} is "
-                        f"{shown(plan[field], 200)}, rank 0's {shown(first[field], 200)}; start every process with "
+        for part in ("limit", "jobs", "pending"):
+            if plan[part] != first[part]:
+                return (f"the processes of this launch disagree on the plan: rank {rank}'s {part} is "
+                        f"{shown(plan[part], 200)}, rank 0's {shown(first[part], 200)}; start every process with "
                         "the same command, zoo and code")
         for name in sorted(first["keys"].keys() | plan["keys"].keys()):
             a, b = first["keys"].get(name, {}), plan["keys"].get(name, {})
