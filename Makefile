@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 WORKERS ?= 2
 XDIST   := -n $(WORKERS) --dist loadfile
 
-.PHONY: install test test-fast test-floors calibrate calibrate-full demo board bench lint clean
+.PHONY: install test test-fast test-random test-floors calibrate calibrate-full demo board bench lint clean
 
 install: $(STAMP)  ## venv + Python deps + Debian demo data + prepared demo weights
 
@@ -24,6 +24,9 @@ $(STAMP): pyproject.toml requirements-demo.txt scripts/install_python.sh scripts
 
 test: install  ## the whole suite, slow real-model tests included (what CI runs)
 	$(PY) -m pytest -q $(XDIST) $(PYTEST_ARGS)
+
+test-random: install  ## the whole suite in a random order (pytest-randomly prints its seed; PYTEST_ARGS=-p\ randomly\ --randomly-seed=N replays it)
+	$(PY) -m pytest -q $(XDIST) -p randomly $(PYTEST_ARGS)
 
 test-fast: install  ## skip the tests marked slow
 	$(PY) -m pytest -q $(XDIST) -m "not slow and not calibration and not calibration_full" $(PYTEST_ARGS)

@@ -1,7 +1,7 @@
 """The board's paired verdicts by simulation (platobench/bench/verdict_power.py; figures in
 docs/statistics.md): the power of one comparison at a difference of about 3 standard deviations of the
 paired difference, and the false-positive rate of each verdict on null boards of 4 real rows, through the
-project's own scoring and verdict rule. The `calibration` tests run the docs' 200 boards for both (binomial
+project's own scoring and verdict rule. The `calibration_full` tests (`make calibrate-full`) run the docs' 200 boards for both (binomial
 standard error about .028 at a power of .8, .008 at a rate of .05 over 800 null rows): on its first 100 boards
 CKA's power by half-subsets read .79 (standard error .04), on 200 .830, the figure docs/statistics.md gives."""
 
@@ -40,7 +40,7 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
-@pytest.mark.calibration
+@pytest.mark.calibration_full
 @pytest.mark.parametrize("metric", ["cka", "mutual_knn"])
 def test_one_comparison_has_power_at_three_paired_sd(metric):
     """One real row against its matched control (K = 1), the stronger row 3 SD of the paired difference above."""
@@ -50,7 +50,7 @@ def test_one_comparison_has_power_at_three_paired_sd(metric):
     assert rates.power >= 0.8, rates
 
 
-@pytest.mark.calibration
+@pytest.mark.calibration_full
 @pytest.mark.parametrize("metric", ["cka", "mutual_knn"])
 def test_each_verdict_errs_at_most_at_its_level_on_null_boards(metric):
     rates = verdict_rates(metric, Board(noise=NOISE[metric][0]), 256, NULL_BOARDS, seed=1)

@@ -14,9 +14,9 @@ figures to the code. Two tiers of simulations:
   docs/statistics.md with the code's digest.
 - `calibration` (`make calibrate`, in CI): the sentinel, one in-band cell per case on 200 datasets (the first
   200 of the full cell), which a correct scheme fails with probability under .013 and a broken one (coverage
-  .85 or a doubled width) passes with probability under .06 (`calibration.SENTINEL_MISSES`), and the
-  permutation test's size on 200 null datasets; a test of the sentinel itself shows a scheme with its
-  standard error halved failing it.
+  .85 or a doubled width) passes with probability under .06 (`calibration.SENTINEL_MISSES`); a test of the
+  sentinel itself shows a scheme with its standard error halved failing it. The permutation test's size and
+  the verdicts' power (tests/bench/test_verdict_power.py) run in the full tier.
 Every cell is one test, so the make targets spread them over their workers (`--dist load`).
 """
 
@@ -223,7 +223,7 @@ def test_the_digest_ignores_prose_and_sees_code(tmp_path):
     assert code_digest(root) != before
 
 
-@pytest.mark.calibration
+@pytest.mark.calibration_full
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.key)
 def test_permutation_test_keeps_its_size(case: Case):
     torch.set_num_threads(1)
