@@ -38,18 +38,21 @@ def test_check_extracts_demo_models_when_features_are_gone(ran, monkeypatch, cap
     assert (ran / "home" / "features").is_dir()  # the check extracted the features again
 
 
-def test_submitting_the_same_weights_from_a_folder_scores_the_same(ran, monkeypatch, capsys):
+def test_submitting_the_same_weights_from_a_folder_scores_the_same(ran, monkeypatch, capsys, tmp_path):
+    """(Into a copy of the results: the module's other tests read the folder, in any order.)"""
     monkeypatch.setenv("PLATOBENCH_HOME", str(ran / "home"))
+    results = tmp_path / "results"
+    shutil.copytree(ran / "results", results)
     folder = prepared_dir("minilm-l6", ran / "home")
     (ran / "sub.yaml").write_text(
         "version: 1\nmodels:\n  - name: user/minilm-folder\n    modality: text\n    kind: text_encoder\n"
         f"    loader: hf_text\n    source: {folder}\n    pooling: avg\n    num_layers: 6\n    width: 384\n"
     )
     assert main(["submit", str(ran / "sub.yaml"), "--settings", "tiny-mknn", "--settings-file", str(ran / "tiny.yaml"),
-                 "--pairs", f"demo/minilm-l6:{VISION}", "--limit", str(N), "--out", str(ran / "results"),
+                 "--pairs", f"demo/minilm-l6:{VISION}", "--limit", str(N), "--out", str(results),
                  "--json"]) == 0
     (row,) = json.loads(capsys.readouterr().out)["ranks"]["user/minilm-folder"]
-    zoo_record = load_record(record_path(ran / "results", "tiny-mknn", "demo/minilm-l6", VISION, N))
+    zoo_record = load_record(record_path(results, "tiny-mknn", "demo/minilm-l6", VISION, N))
     assert row["score"] == pytest.approx(zoo_record.score, abs=1e-9)
     assert row["rank"] == 1 and row["of"] == 2  # a tie shares rank 1
 
