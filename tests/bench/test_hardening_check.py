@@ -255,3 +255,23 @@ def test_what_a_record_states_of_its_grid_and_halves_is_verified(env, capsys, ch
         assert field in [m["field"] for m in by["tiny-cka"]["mismatches"]]
     else:
         assert any(d["field"] == "details.copy_cka" and d["delta"] > 0.001 for d in by["tiny-cka"]["diffs"])
+
+
+def test_a_score_edited_by_twice_the_tolerance_fails_and_a_reproduced_one_passes(env, capsys):
+    """Both directions: the record as written passes at --tol 0.001; the same record with its score moved by
+    0.002 (its grid cell, interval and calibrated score moved with it, so it contradicts nothing) fails."""
+    results, _, files = env
+    assert report(capsys, results, "--tol", "0.001")[0] == 0
+    shift = 0.002
+
+    def moved(d):
+        i, j = d["layers"]
+        d["score"] += shift
+        d["grid"][i][j] = round(d["grid"][i][j] + shift, 8)
+        d["ci"].update(lo=d["ci"]["lo"] + shift, hi=d["ci"]["hi"] + shift)
+        d["calibrated"] = (d["score"] - d["null"]["mean"]) / (1 - d["null"]["mean"])
+
+    edit(files["tiny-cka"], moved)
+    code, out, by = report(capsys, results, "--tol", "0.001")
+    assert code == 1 and by["tiny-cka"]["status"] == "moved", by["tiny-cka"]
+    assert any(d["field"] == "score" and d["delta"] == pytest.approx(shift, abs=1e-9) for d in by["tiny-cka"]["diffs"])
