@@ -37,7 +37,10 @@ calibrate: install  ## the sentinel calibration: one cell per interval scheme, t
 # By hand, whenever a statistic, interval scheme or metric changes: every cell on 1,000 datasets, then the
 # code's digest into docs/statistics.md (a test of `make test` fails while the page is older than the code).
 calibrate-full: install  ## every calibration cell on 1,000 datasets (about 40 min on 2 cores), then stamp docs/statistics.md
-	$(PY) -m pytest -q -n $(WORKERS) --dist load -m calibration_full $(PYTEST_ARGS)
+	rm -f build/calibration-full.jsonl && mkdir -p build
+	PLATOBENCH_CALIBRATION_LOG=$(CURDIR)/build/calibration-full.jsonl \
+		$(PY) -m pytest -q -n $(WORKERS) --dist load -m calibration_full --durations=0 $(PYTEST_ARGS)
+	cat build/calibration-full.jsonl
 	$(PY) -m platobench.metrics.calibration --stamp docs/statistics.md
 
 # The floors venv shares the Debian data and the prepared demo weights ($PLATOBENCH_HOME) of `make install`.

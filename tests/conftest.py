@@ -12,8 +12,10 @@ records already tolerates (`platobench check`'s tolerance and the rounding-sensi
 
 from __future__ import annotations
 
+import json
 import os
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -62,3 +64,18 @@ def demo_features() -> dict[tuple[str, str, str], FeatureEntry]:
         entries[(model, dataset, prompt)], _ = extract(zoo.get(model), get_dataset(dataset), store=store,
                                                        prompt=prompt, progress=False)
     return entries
+
+
+@pytest.fixture
+def calibration_log() -> Callable[..., None]:
+    """A function that appends one calibration cell's figures as a JSON line to $PLATOBENCH_CALIBRATION_LOG
+    (`make calibrate-full` sets it and prints the file after the cells), so docs/statistics.md's tables come
+    from the run that stamps it; without the variable it does nothing."""
+    path = os.environ.get("PLATOBENCH_CALIBRATION_LOG")
+
+    def log(**row: Any) -> None:
+        if path:
+            with open(path, "a", encoding="utf-8") as f:
+                f.write(json.dumps(row, default=float) + "\n")
+
+    return log

@@ -7,6 +7,8 @@ CKA's power by half-subsets read .79 (standard error .04), on 200 .830, the figu
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -42,16 +44,18 @@ def one_thread():
 
 @pytest.mark.calibration_full
 @pytest.mark.parametrize("metric", ["cka", "mutual_knn"])
-def test_one_comparison_has_power_at_three_paired_sd(metric):
+def test_one_comparison_has_power_at_three_paired_sd(metric, calibration_log):
     """One real row against its matched control (K = 1), the stronger row 3 SD of the paired difference above."""
     base, strong = NOISE[metric]
     rates = verdict_rates(metric, Board(k=1, noise=base, strong_noise=strong), 256, BOARDS)
+    calibration_log(cell=f"power-{metric}", **dataclasses.asdict(rates))
     assert 2.7 <= rates.paired_effect <= 3.5, rates
     assert rates.power >= 0.8, rates
 
 
 @pytest.mark.calibration_full
 @pytest.mark.parametrize("metric", ["cka", "mutual_knn"])
-def test_each_verdict_errs_at_most_at_its_level_on_null_boards(metric):
+def test_each_verdict_errs_at_most_at_its_level_on_null_boards(metric, calibration_log):
     rates = verdict_rates(metric, Board(noise=NOISE[metric][0]), 256, NULL_BOARDS, seed=1)
+    calibration_log(cell=f"null-boards-{metric}", **dataclasses.asdict(rates))
     assert rates.false_positive <= 0.05, rates

@@ -43,6 +43,7 @@ from platobench.metrics.calibration import (
     sentinel_passes,
     stamped_digest,
 )
+from platobench.metrics.resampling import t_quantile
 
 DATASETS = 1000  # per coverage cell (module docstring)
 NULL_DATASETS = 200  # per null-size cell
@@ -152,9 +153,12 @@ def _sentinel_n(case: Case) -> int:
 
 
 @pytest.mark.parametrize(("case", "n"), _cells())
-def test_interval_covers_its_estimand(case: Case, n: int):
+def test_interval_covers_its_estimand(case: Case, n: int, calibration_log):
     torch.set_num_threads(1)
     cov = coverage(case, _population_for(n), n, DATASETS)
+    calibration_log(cell=f"{case.key}-{n}", statistic=case.label, population=cov.population, n=n,
+                 coverage=round(cov.coverage, 3), below=cov.below, above=cov.above, datasets=cov.datasets,
+                 se_over_sd=round(cov.half_width / (t_quantile(0.95, case.n_sub - 1) * cov.score_sd), 2))
     assert BAND[0] <= cov.coverage <= BAND[1], (
         f"{case.label} at N={n}: coverage {cov.coverage:.3f} (truth below lo {cov.below}, above hi {cov.above} "
         f"of {cov.datasets}), known value {cov.truth.value:.4f} ({cov.truth.how})")
@@ -225,7 +229,9 @@ def test_the_digest_ignores_prose_and_sees_code(tmp_path):
 
 @pytest.mark.calibration_full
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.key)
-def test_permutation_test_keeps_its_size(case: Case):
+def test_permutation_test_keeps_its_size(case: Case, calibration_log):
     torch.set_num_threads(1)
     size = null_size(case, 256, NULL_DATASETS)
+    calibration_log(cell=f"null-{case.key}-256", statistic=case.label, null_rejection=size.rate,
+                 rejected=size.rejected, datasets=size.datasets)
     assert size.rate <= MAX_NULL_REJECTION, f"{case.label}: rejected {size.rejected}/{size.datasets} at alpha .05"
