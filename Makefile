@@ -23,7 +23,7 @@ $(STAMP): pyproject.toml requirements-demo.txt scripts/install_python.sh scripts
 	touch $@
 
 test: install  ## the whole suite, slow real-model tests included (what CI runs)
-	$(PY) -m pytest -q $(XDIST) $(PYTEST_ARGS)
+	$(PY) -m pytest -q $(XDIST) --durations=30 $(PYTEST_ARGS)
 
 test-random: install  ## the whole suite in a random order (pytest-randomly prints its seed; PYTEST_ARGS=-p\ randomly\ --randomly-seed=N replays it)
 	$(PY) -m pytest -q $(XDIST) -p randomly $(PYTEST_ARGS)
