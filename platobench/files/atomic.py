@@ -131,17 +131,14 @@ def _folder_mode(target: Path) -> int:
     """Permission bits for a folder replacing `target`: those of `target`, else what the umask allows."""
     if target.is_dir():
         return stat.S_IMODE(target.stat().st_mode)
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o777 & ~umask
+    return 0o777 & ~stamped.current_umask()
 
 
 def umask_modes(folder: Path) -> None:
     """Give every file under `folder` the mode the umask allows for a new file (0644 under umask 022) and
     every folder (itself included) the mode for a new folder: what libraries write privately (safetensors'
     0600) becomes shareable like every other file of the cache."""
-    umask = os.umask(0)
-    os.umask(umask)
+    umask = stamped.current_umask()
     for path in [folder, *folder.rglob("*")]:
         if not path.is_symlink():
             path.chmod((0o777 if path.is_dir() else 0o666) & ~umask)

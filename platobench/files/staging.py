@@ -85,10 +85,15 @@ def make(parent: Path, label: str, suffix: str = "", *, shared: bool = False) ->
     `suffix` is "" or a dot and lower-case letters (".new"). OSError when it cannot be created."""
     path = Path(tempfile.mkdtemp(prefix=f".{label[:LABEL_CHARS]}.{owner_stamp()}.", suffix=suffix, dir=parent))
     if shared:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(path, 0o777 & ~umask)
+        os.chmod(path, 0o777 & ~current_umask())
     return path
+
+
+def current_umask() -> int:
+    """This process's umask (os.umask can only be read by setting it: set and restored at once)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return umask
 
 
 def owner_of(path: Path) -> Owner | None:

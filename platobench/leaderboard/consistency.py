@@ -30,6 +30,7 @@ check`) is still what shows that the numbers are right; this only shows that the
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -101,17 +102,12 @@ def inconsistencies(record: ResultRecord) -> list[str]:
     return problems
 
 
+@functools.cache
 def _builtin_modalities() -> dict[str, str]:
     """name -> modality of every model of the built-in zoo (read once)."""
-    global _BUILTIN
-    if _BUILTIN is None:
-        from platobench.zoo import load_zoo
+    from platobench.zoo import load_zoo
 
-        _BUILTIN = {spec.name: spec.modality for spec in load_zoo(())}
-    return _BUILTIN
-
-
-_BUILTIN: dict[str, str] | None = None
+    return {spec.name: spec.modality for spec in load_zoo(())}
 
 
 def _modality_problems(record: ResultRecord) -> list[str]:
